@@ -1,0 +1,72 @@
+/// \file flags.h
+/// \brief Command-line flags: the options every lesson executable shares, plus its own.
+///
+/// Parsing touches no CUDA API, so a usage error exits with code 2 before any device work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace course {
+
+/// A bad command line. Drivers print what() and the usage on stderr and exit 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The flags every lesson executable takes (COURSE_DESIGN.md section 8).
+struct CommonOptions {
+  int device = 0;              ///< --device N
+  std::uint64_t size = 0;      ///< --size N (0: the lesson's default); unit given by the lesson
+  int iters = 20;              ///< --iters N timed repetitions (the median is reported)
+  int warmup = 3;              ///< --warmup N untimed repetitions first
+  bool quick = false;          ///< --quick: small sizes, for tests and sanitizers
+  std::string variant;         ///< --variant NAME: run only this variant (and the reference)
+  std::string csv;             ///< --csv FILE: also write the table as CSV
+  bool help = false;           ///< --help was given
+};
+
+/// A small flag parser: `--name value`, `--name=value` and boolean `--name`.
+class FlagParser {
+ public:
+  FlagParser(std::string program, std::string description);
+
+  /// Registers the CommonOptions flags. `size_help` says what --size counts; `variants`
+  /// are the names --variant accepts.
+  void add_common(CommonOptions& options, const std::string& size_help,
+                  const std::vector<std::string>& variants);
+  void add_int(const std::string& name, int* target, int min_value, const std::string& help);
+  /// An unsigned count; accepts the suffixes K, M, G (powers of 1024), e.g. `--size 64M`.
+  void add_count(const std::string& name, std::uint64_t* target, const std::string& help);
+  void add_bool(const std::string& name, bool* target, const std::string& help);
+  void add_string(const std::string& name, std::string* target, const std::string& help);
+  /// A string restricted to `choices` (an empty value is allowed and means "all").
+  void add_choice(const std::string& name, std::string* target, std::vector<std::string> choices,
+                  const std::string& help);
+
+  /// Parses argv[1..argc). Throws UsageError naming the offending flag.
+  void parse(int argc, const char* const* argv) const;
+  /// The usage text: synopsis, description and one line per flag.
+  std::string usage() const;
+
+ private:
+  struct Flag {
+    std::string name;
+    std::string value_name;  // empty for booleans
+    std::string help;
+    std::function<void(const std::string&)> set;
+  };
+  const Flag* find(const std::string& name) const;
+  std::string program_;
+  std::string description_;
+  std::vector<Flag> flags_;
+};
+
+/// Parses "123", "64K", "3M", "1G" into a count; throws UsageError on anything else.
+std::uint64_t parse_count(const std::string& flag, const std::string& text);
+
+}  // namespace course

@@ -1,0 +1,48 @@
+/// \file table.h
+/// \brief The results table every lesson prints, and its CSV form.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace course {
+
+/// One measured variant.
+struct ResultRow {
+  std::string variant;
+  double median_ms = 0;                  ///< median time of one run
+  double rate = 0;                       ///< GB/s (or the table's unit)
+  std::optional<double> of_reference;    ///< rate / reference rate; empty for none
+  std::optional<double> vs_baseline;     ///< baseline time / this time; empty for none
+  std::string check;                     ///< "PASS", "FAIL", "ref" or "-"
+};
+
+/// A results table: a header naming the reference and baseline, then one row per variant.
+class ResultsTable {
+ public:
+  ResultsTable(std::string reference_name, std::string baseline_name, std::string unit = "GB/s");
+  void add(ResultRow row) { rows_.push_back(std::move(row)); }
+  const std::vector<ResultRow>& rows() const { return rows_; }
+  const ResultRow* find(const std::string& variant) const;
+
+  /// Aligned text table.
+  void print(std::ostream& out) const;
+  /// CSV with a header line; `context` columns (lesson, gpu, ...) are prepended to each row.
+  void write_csv(std::ostream& out, const std::vector<std::pair<std::string, std::string>>& context) const;
+
+ private:
+  std::string reference_name_;
+  std::string baseline_name_;
+  std::string unit_;
+  std::vector<ResultRow> rows_;
+};
+
+/// Quotes a CSV field when it holds a comma, quote or newline.
+std::string csv_field(const std::string& text);
+
+/// Formats `value` with `digits` digits after the point.
+std::string fixed(double value, int digits);
+
+}  // namespace course

@@ -1,0 +1,56 @@
+#include "course/device.h"
+
+#include <cuda_runtime_api.h>
+
+#include "course/check.h"
+
+namespace course {
+
+std::string DeviceSummary::describe() const {
+  return "GPU " + std::to_string(ordinal) + ": " + name + " (compute capability " + cc.str() +
+         ", " + std::to_string(sm_count) + " SMs)";
+}
+
+DeviceSummary open_device(int ordinal) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    // No driver, or no GPU behind it: not an error of the program, a machine it cannot use.
+    throw NoDevice(std::string("no CUDA device: ") + cudaGetErrorString(status));
+  }
+  if (count == 0) throw NoDevice("no CUDA device found");
+  if (ordinal < 0 || ordinal >= count) {
+    throw NoDevice("--device " + std::to_string(ordinal) + " does not exist; this machine has " +
+                   std::to_string(count) + " CUDA device(s)");
+  }
+  COURSE_CHECK(cudaSetDevice(ordinal));
+  cudaDeviceProp prop{};
+  COURSE_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+  DeviceSummary summary;
+  summary.ordinal = ordinal;
+  summary.name = prop.name;
+  summary.cc = {prop.major, prop.minor};
+  summary.sm_count = prop.multiProcessorCount;
+  return summary;
+}
+
+void require_compute_capability(const DeviceSummary& device, ComputeCapability required,
+                                const std::string& why) {
+  if (!(device.cc >= required)) {
+    throw NoDevice(device.name + " has compute capability " + device.cc.str() + "; " + why +
+                   " needs " + required.str() + " or newer");
+  }
+}
+
+const std::vector<LessonEntry>& lesson_catalog() {
+  static const std::vector<LessonEntry> catalog = {
+#include "lesson_catalog.inc"
+  };
+  return catalog;
+}
+
+bool can_run(const LessonEntry& lesson, ComputeCapability cc) {
+  return cc >= ComputeCapability{8, 0} && cc >= lesson.min_cc();
+}
+
+}  // namespace course

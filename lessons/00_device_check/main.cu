@@ -1,0 +1,136 @@
+// Lesson 00 driver: prints what this GPU can do for asynchronous data movement, which
+// lessons it can run, and measures the roofs later lessons quote: a device-to-device
+// cudaMemcpy (the reference) and host<->device transfers from pinned and pageable memory.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "course/buffers.h"
+#include "course/data.h"
+#include "course/harness.h"
+#include "device_check.cuh"
+
+namespace {
+
+using device_check::Transfer;
+
+constexpr std::uint64_t kDefaultBytes = 256ull << 20;  // 256 MiB: several times any L2
+constexpr std::uint64_t kQuickBytes = 4ull << 20;
+
+const std::vector<std::string> kVariants = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
+
+void print_capabilities(const device_check::Capabilities& caps) {
+  const auto mib = [](std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
+  const auto kib = [](std::size_t bytes) { return std::to_string(bytes >> 10) + " KiB"; };
+  const device_check::OverlapSupport overlap = device_check::overlap_support(caps);
+  std::cout << "  compute capability      " << caps.cc_major << "." << caps.cc_minor << "\n"
+            << "  multiprocessors         " << caps.sm_count << "\n"
+            << "  copy engines            " << caps.async_engine_count
+            << " (copy overlaps kernels: " << (overlap.copy_with_kernel ? "yes" : "no")
+            << "; both directions at once: " << (overlap.copy_both_directions ? "yes" : "no") << ")\n"
+            << "  concurrent kernels      " << (overlap.concurrent_kernels ? "yes" : "no") << "\n"
+            << "  shared memory           " << kib(caps.shared_per_block_optin) << " per block (opt-in), "
+            << kib(caps.shared_per_sm) << " per SM\n"
+            << "  L2 cache                " << mib(caps.l2_bytes) << "\n"
+            << "  device memory           " << mib(caps.global_bytes) << ", " << caps.memory_bus_bits
+            << "-bit bus at " << caps.memory_clock_khz / 1000 << " MHz: peak "
+            << std::fixed << std::setprecision(0) << device_check::theoretical_memory_gbps(caps)
+            << " GB/s\n"
+            << "  SM clock                " << caps.clock_khz / 1000 << " MHz\n"
+            << "  threads per SM          " << caps.max_threads_per_sm << "\n";
+}
+
+void print_lessons(const course::ComputeCapability cc) {
+  std::cout << "\nLessons this GPU can run:\n";
+  for (const course::LessonEntry& lesson : course::lesson_catalog()) {
+    std::cout << "  " << lesson.number << " " << std::left << std::setw(46) << lesson.title
+              << (course::can_run(lesson, cc) ? "yes" : "no (needs " + lesson.min_cc().str() + ")")
+              << (lesson.ready ? "" : "  [planned]") << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::CommonOptions options;
+  course::FlagParser flags(
+      "00_device_check",
+      "Lesson 00: what this GPU can do. Prints the capabilities later lessons depend on,\n"
+      "which lessons it can run, and measures a device-to-device copy (the reference) and\n"
+      "host<->device transfers from pinned and from pageable memory.");
+  flags.add_common(options, "bytes per copy, a multiple of 4 (default 256M; K/M/G suffixes)", kVariants);
+
+  return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
+    const std::uint64_t bytes = options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
+    if (bytes % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
+    const std::size_t n = bytes / 4;
+
+    const device_check::Capabilities caps = device_check::query_capabilities(gpu.ordinal);
+    print_capabilities(caps);
+    print_lessons(gpu.cc);
+    std::cout << "\nlesson 00 device_check: copies of " << bytes << " bytes\n";
+
+    course::DeviceBuffer<std::uint32_t> device_a(n), device_b(n);
+    course::PinnedBuffer<std::uint32_t> pinned(n);
+    std::vector<std::uint32_t> pageable(n);
+    std::vector<std::uint32_t> expected(n);
+    course::fill_hash_host(expected, /*seed=*/7);
+
+    course::Harness harness("00_device_check", options, gpu);
+    course::fill_hash(device_a.span(), 7);
+    harness.reference("D2D cudaMemcpy", device_check::bytes_moved(Transfer::device_to_device, bytes),
+                      [&](cudaStream_t s) {
+                        COURSE_CHECK(cudaMemcpyAsync(device_b.data(), device_a.data(), bytes,
+                                                     cudaMemcpyDeviceToDevice, s));
+                      });
+    harness.baseline("H2D pageable");
+    harness.headline("D2D cudaMemcpy");
+
+    // Host -> device: the host buffer holds the expected data; check what arrived.
+    const auto check_device_b = [&] {
+      return course::compare_exact<std::uint32_t>(expected, course::to_host(device_b.cspan()));
+    };
+    const auto poison_device_b = [&](cudaStream_t s) { course::poison(device_b.data(), bytes, s); };
+    // Device -> host: device_a holds the expected data; check the host buffer.
+    const auto poison_host = [&](std::uint32_t* host) {
+      return [&, host](cudaStream_t s) {
+        COURSE_CHECK(cudaStreamSynchronize(s));
+        std::memset(host, course::kPoisonByte, bytes);
+      };
+    };
+
+    std::copy(expected.begin(), expected.end(), pinned.data());
+    harness.run({"H2D pinned", device_check::bytes_moved(Transfer::host_to_device, bytes),
+                 [&](cudaStream_t s) {
+                   COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pinned.data(), bytes,
+                                                cudaMemcpyHostToDevice, s));
+                 },
+                 poison_device_b, check_device_b});
+    harness.run({"D2H pinned", device_check::bytes_moved(Transfer::device_to_host, bytes),
+                 [&](cudaStream_t s) {
+                   COURSE_CHECK(cudaMemcpyAsync(pinned.data(), device_a.data(), bytes,
+                                                cudaMemcpyDeviceToHost, s));
+                 },
+                 poison_host(pinned.data()),
+                 [&] { return course::compare_exact<std::uint32_t>(expected, pinned.span()); }});
+    pageable = expected;
+    harness.run({"H2D pageable", device_check::bytes_moved(Transfer::host_to_device, bytes),
+                 [&](cudaStream_t s) {
+                   COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pageable.data(), bytes,
+                                                cudaMemcpyHostToDevice, s));
+                 },
+                 poison_device_b, check_device_b});
+    harness.run({"D2H pageable", device_check::bytes_moved(Transfer::device_to_host, bytes),
+                 [&](cudaStream_t s) {
+                   COURSE_CHECK(cudaMemcpyAsync(pageable.data(), device_a.data(), bytes,
+                                                cudaMemcpyDeviceToHost, s));
+                 },
+                 poison_host(pageable.data()),
+                 [&] { return course::compare_exact<std::uint32_t>(expected, pageable); }});
+    return harness.finish();
+  });
+}

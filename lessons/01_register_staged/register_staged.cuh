@@ -1,0 +1,58 @@
+/// \file register_staged.cuh
+/// \brief Lesson 01: copy and compute through registers (no asynchronous copy yet).
+///
+/// The API the driver (main.cu) and the tests call. The kernels live in
+/// register_staged.cu: the starter in lessons/, the complete version in solutions/.
+#pragma once
+
+#include <cuda/std/span>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace register_staged {
+
+/// How much each thread copies per batch.
+enum class Granularity {
+  fine,    ///< one uint32_t per thread per batch, as in the Programming Guide's snippet
+  coarse,  ///< kVectorsPerThread 16-byte vectors (uint4) per thread per batch
+};
+
+/// 16-byte vectors each thread stages per batch at coarse granularity: four loads in
+/// flight per thread before the first store to shared memory.
+inline constexpr int kVectorsPerThread = 4;
+
+/// Grid and block size of a launch.
+struct LaunchShape {
+  int blocks = 0;
+  int threads_per_block = 0;
+};
+
+/// Elements one block stages per batch: threads (fine) or threads x 16 (coarse).
+__host__ __device__ constexpr std::size_t batch_elements(Granularity g, int threads_per_block) {
+  return static_cast<std::size_t>(threads_per_block) *
+         (g == Granularity::fine ? 1 : kVectorsPerThread * 4);
+}
+
+/// Dynamic shared memory of one block: one batch of uint32_t.
+__host__ __device__ constexpr std::size_t shared_bytes(Granularity g, int threads_per_block) {
+  return batch_elements(g, threads_per_block) * sizeof(std::uint32_t);
+}
+
+/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, staging each batch
+/// global -> registers -> shared memory with two block-wide barriers per batch.
+///
+/// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
+/// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of
+/// 32; blocks >= 1; at coarse granularity both pointers are 16-byte aligned.
+/// An empty input launches nothing.
+void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
+                      Granularity granularity, LaunchShape shape, cudaStream_t stream);
+
+/// The most blocks of `threads_per_block` threads one SM holds at once for this kernel
+/// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory.
+int max_blocks_per_sm(Granularity granularity, int threads_per_block);
+
+}  // namespace register_staged

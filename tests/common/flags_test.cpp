@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "course/flags.h"
+
+namespace {
+
+using course::CommonOptions;
+using course::FlagParser;
+using course::UsageError;
+
+struct Parsed {
+  CommonOptions options;
+  int extra = 5;
+};
+
+// Parses `args` (without the program name) with the common flags plus one lesson flag.
+Parsed parse(std::vector<const char*> args) {
+  Parsed p;
+  FlagParser flags("prog", "A test program.");
+  flags.add_common(p.options, "elements", {"fast", "slow"});
+  flags.add_int("extra", &p.extra, 0, "a lesson's own flag");
+  args.insert(args.begin(), "prog");
+  flags.parse(static_cast<int>(args.size()), args.data());
+  return p;
+}
+
+TEST(Flags, DefaultsWhenNothingIsGiven) {
+  const Parsed p = parse({});
+  EXPECT_EQ(p.options.device, 0);
+  EXPECT_EQ(p.options.size, 0u);
+  EXPECT_EQ(p.options.iters, 20);
+  EXPECT_EQ(p.options.warmup, 3);
+  EXPECT_FALSE(p.options.quick);
+  EXPECT_FALSE(p.options.help);
+  EXPECT_TRUE(p.options.variant.empty());
+  EXPECT_EQ(p.extra, 5);
+}
+
+TEST(Flags, EveryCommonFlagInBothSpellings) {
+  const Parsed p = parse({"--device", "1", "--size=64K", "--iters", "7", "--warmup=0", "--quick",
+                          "--variant", "slow", "--csv=out.csv", "--extra", "9", "--help"});
+  EXPECT_EQ(p.options.device, 1);
+  EXPECT_EQ(p.options.size, 64u * 1024u);
+  EXPECT_EQ(p.options.iters, 7);
+  EXPECT_EQ(p.options.warmup, 0);
+  EXPECT_TRUE(p.options.quick);
+  EXPECT_EQ(p.options.variant, "slow");
+  EXPECT_EQ(p.options.csv, "out.csv");
+  EXPECT_EQ(p.extra, 9);
+  EXPECT_TRUE(p.options.help);
+}
+
+TEST(Flags, CountSuffixes) {
+  EXPECT_EQ(course::parse_count("size", "1000003"), 1000003u);
+  EXPECT_EQ(course::parse_count("size", "3M"), 3u << 20);
+  EXPECT_EQ(course::parse_count("size", "1G"), 1ull << 30);
+  EXPECT_EQ(course::parse_count("size", "2k"), 2048u);
+}
+
+TEST(Flags, UnknownFlagIsAUsageError) {
+  EXPECT_THROW(parse({"--bogus"}), UsageError);
+  EXPECT_THROW(parse({"bogus"}), UsageError);
+  EXPECT_THROW(parse({"--"}), UsageError);
+}
+
+TEST(Flags, MalformedNumbersAreUsageErrors) {
+  for (const char* bad : {"abc", "", "1.5", "12x", "-3", "99999999999"}) {
+    EXPECT_THROW(parse({"--iters", bad}), UsageError) << "--iters " << bad;
+  }
+  EXPECT_THROW(parse({"--iters", "0"}), UsageError);  // at least one timed run
+  EXPECT_THROW(parse({"--warmup", "-1"}), UsageError);
+  for (const char* bad : {"", "K", "-1", "1T", "1.5M", "0x10", "99999999999999999999"}) {
+    EXPECT_THROW(parse({"--size", bad}), UsageError) << "--size " << bad;
+  }
+  EXPECT_THROW(parse({"--size", "20000000000G"}), UsageError);  // overflows 64 bits
+}
+
+TEST(Flags, MissingValueAndUnexpectedValue) {
+  EXPECT_THROW(parse({"--iters"}), UsageError);
+  EXPECT_THROW(parse({"--quick=1"}), UsageError);
+  EXPECT_THROW(parse({"--variant="}), UsageError);
+}
+
+TEST(Flags, VariantMustBeOneOfTheLessons) {
+  EXPECT_THROW(parse({"--variant", "medium"}), UsageError);
+  try {
+    parse({"--variant", "medium"});
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("fast|slow"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Flags, UsageListsEveryFlagAndTheExitCodes) {
+  CommonOptions options;
+  FlagParser flags("prog", "A test program.");
+  flags.add_common(options, "elements", {"a"});
+  const std::string usage = flags.usage();
+  for (const char* flag : {"--help", "--device", "--size", "--iters", "--warmup", "--quick",
+                           "--variant", "--csv", "77"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,70 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "course/harness.h"
+#include "course/table.h"
+
+namespace {
+
+course::ResultsTable sample() {
+  course::ResultsTable table("D2D cudaMemcpy", "fine");
+  table.add({"D2D cudaMemcpy", 0.5, 4000.0, 1.0, std::nullopt, "ref"});
+  table.add({"fine", 1.0, 2000.0, 0.5, 1.0, "PASS"});
+  table.add({"coarse, tuned", 0.55, 3636.4, 0.909, 1.818, "FAIL"});
+  return table;
+}
+
+TEST(Table, PrintsHeaderAndAlignedRows) {
+  std::ostringstream out;
+  sample().print(out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("variant"), std::string::npos);
+  EXPECT_NE(text.find("x D2D cudaMemcpy"), std::string::npos);
+  EXPECT_NE(text.find("x fine"), std::string::npos);
+  EXPECT_NE(text.find("0.909"), std::string::npos);
+  EXPECT_NE(text.find("1.82"), std::string::npos);
+  // Every line has the same length: the columns are padded to a common width.
+  std::istringstream lines(text);
+  std::string line;
+  std::size_t width = std::string::npos;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    if (width == std::string::npos) width = line.size();
+    EXPECT_EQ(line.size(), width) << line;
+    ++count;
+  }
+  EXPECT_EQ(count, 4);  // header + 3 rows
+}
+
+TEST(Table, CsvHasContextColumnsAndQuotesCommas) {
+  std::ostringstream out;
+  sample().write_csv(out, {{"lesson", "01_register_staged"}, {"gpu", "NVIDIA H200"}});
+  std::istringstream lines(out.str());
+  std::string header, first, second, third;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  std::getline(lines, third);
+  EXPECT_EQ(header,
+            "lesson,gpu,variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check");
+  EXPECT_EQ(first.rfind("01_register_staged,NVIDIA H200,D2D cudaMemcpy,0.500000,4000.000,GB/s,1.0000,", 0), 0u)
+      << first;
+  EXPECT_NE(third.find("\"coarse, tuned\""), std::string::npos) << third;
+  EXPECT_EQ(third.substr(third.size() - 4), "FAIL");
+}
+
+TEST(Table, FindByVariantName) {
+  const auto table = sample();
+  ASSERT_NE(table.find("fine"), nullptr);
+  EXPECT_DOUBLE_EQ(table.find("fine")->rate, 2000.0);
+  EXPECT_EQ(table.find("medium"), nullptr);
+}
+
+TEST(Table, GigabytesPerSecond) {
+  EXPECT_DOUBLE_EQ(course::gigabytes_per_second(2e9, 1000.0), 2.0);
+  EXPECT_DOUBLE_EQ(course::gigabytes_per_second(1e6, 0.001), 1000.0);
+  EXPECT_DOUBLE_EQ(course::gigabytes_per_second(1e6, 0.0), 0.0);
+}
+
+}  // namespace

@@ -1,0 +1,41 @@
+/// \file gpu_test.h
+/// \brief What the lesson tests share: GPU skipping and where the kernels' object is.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "course/device.h"
+
+namespace course::testing {
+
+/// The object file holding this test executable's kernels (starter or solution); the
+/// lesson helper generates the definition for each test executable.
+const char* kernels_object_path();
+/// cuobjdump's path when CMake found one, else "".
+const char* cuobjdump_path();
+
+/// Why GPU tests cannot run here (no device, or one older than `required`), or nothing.
+std::optional<std::string> gpu_unavailable(ComputeCapability required = {8, 0});
+
+/// Base of every GPU test suite. Name GPU suites `Gpu...`: the lesson helper labels them
+/// `gpu`, and they are reported as skipped, never as passed, on a machine without a GPU.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto reason = gpu_unavailable()) GTEST_SKIP() << *reason;
+  }
+};
+
+/// The same, for value-parameterised GPU suites.
+template <class Param>
+class GpuTestWithParam : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (const auto reason = gpu_unavailable()) GTEST_SKIP() << *reason;
+  }
+};
+
+}  // namespace course::testing

@@ -1,0 +1,677 @@
+"""CPU tests of the `course` tool (tools/course_cli). Standard library only, no GPU,
+no CMake build: the commands that call cmake/ctest run against small fake scripts.
+
+Run from anywhere:  python3 tests/tools/test_course_cli.py
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+from course_cli import catalog, junit, starter, tour  # noqa: E402
+from course_cli.build import parse_probe_output  # noqa: E402
+from course_cli.errors import CourseError  # noqa: E402
+
+FIXTURE_CATALOG = {
+    "lessons": [
+        {"number": "00", "slug": "alpha", "title": "First \"quoted\" lesson", "minutes": 30,
+         "min_cc": "8.0", "ready": True, "hints": ["Look at the first thing.", "Then the second."]},
+        {"number": "01", "slug": "beta", "title": "Second lesson", "minutes": 60,
+         "min_cc": "8.0", "ready": True, "hints": []},
+        {"number": "02", "slug": "gamma", "title": "Needs Hopper", "minutes": 90,
+         "min_cc": "9.0", "ready": True, "hints": []},
+        {"number": "03", "slug": "delta", "title": "Planned lesson", "minutes": 60,
+         "min_cc": "8.0", "ready": False, "hints": []},
+    ]
+}
+
+SOLUTION = textwrap.dedent(
+    """\
+    #include "alpha.cuh"
+
+    int answer(int x) {
+      // TODO 1: return the answer.
+      // BEGIN SOLUTION
+      int y = x * 2;
+      return y + 42;
+      // STARTER: return 0;  // your code here
+      // END SOLUTION
+    }
+
+    __global__ void kernel() {
+        // TODO 2: nothing yet.
+        // BEGIN SOLUTION
+        if (true) {
+            // STARTER: (void)0;
+            // STARTER:   deeper();
+            // STARTER:
+        }
+        // END SOLUTION
+    }
+    """
+)
+
+EXPECTED_STARTER_BODY = textwrap.dedent(
+    """\
+    #include "alpha.cuh"
+
+    int answer(int x) {
+      // TODO 1: return the answer.
+      return 0;  // your code here
+    }
+
+    __global__ void kernel() {
+        // TODO 2: nothing yet.
+            (void)0;
+              deeper();
+
+    }
+    """
+)
+
+PLAIN_SOLUTION = "int f() { return 1; }\n"
+
+JUNIT_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="(empty)" tests="3" failures="0" disabled="0" skipped="0" hostname="" time="0">
+{cases}
+</testsuite>
+"""
+
+PASSED = '<testcase name="{name}" classname="{name}" time="0.1" status="run"><system-out>ok</system-out></testcase>'
+FAILED = '<testcase name="{name}" classname="{name}" time="0.1" status="fail"><failure message=""/></testcase>'
+SKIPPED = ('<testcase name="{name}" classname="{name}" time="0" status="notrun">'
+           '<skipped message="SKIP_REGULAR_EXPRESSION_MATCHED"/></testcase>')
+
+
+def junit_text(passed=(), failed=(), skipped=(), extra=""):
+    cases = [PASSED.format(name=n) for n in passed]
+    cases += [FAILED.format(name=n) for n in failed]
+    cases += [SKIPPED.format(name=n) for n in skipped]
+    return JUNIT_TEMPLATE.format(cases="\n".join(cases) + extra)
+
+
+def write_script(path: Path, body: str) -> None:
+    """A small executable Python script (used as fake cmake, ctest, probe, lessons)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+
+
+def make_repo(base: Path) -> Path:
+    """A minimal repository: the course tool, a fixture catalog and solutions."""
+    root = base / "repo"
+    (root / "tools").mkdir(parents=True)
+    shutil.copy2(REPO / "course", root / "course")
+    shutil.copytree(REPO / "tools" / "course_cli", root / "tools" / "course_cli",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "lessons").mkdir()
+    (root / "lessons" / "catalog.json").write_text(json.dumps(FIXTURE_CATALOG, indent=2))
+    (root / "common" / "src").mkdir(parents=True)
+    for name, files in {
+        "00_alpha": {"alpha.cu": SOLUTION, "NOTES.md": "notes\n"},
+        "01_beta": {"beta.cu": PLAIN_SOLUTION},
+        "02_gamma": {"gamma.cu": PLAIN_SOLUTION},
+    }.items():
+        (root / "solutions" / name).mkdir(parents=True)
+        (root / "lessons" / name).mkdir(parents=True)
+        for file_name, text in files.items():
+            (root / "solutions" / name / file_name).write_text(text)
+        (root / "lessons" / name / "main.cu").write_text("int main() {}\n")
+    return root
+
+
+class RepoTestCase(unittest.TestCase):
+    """Gives each test a fresh fixture repository and a way to run ./course in it."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.base = Path(self._tmp.name)
+        self.root = make_repo(self.base)
+        self.env = dict(os.environ)
+        self.env.pop("COURSE_BUILD_ROOT", None)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def course(self, *args, env=None):
+        return subprocess.run(
+            [sys.executable, str(self.root / "course"), *args],
+            cwd=self.root, capture_output=True, text=True, env=env or self.env, timeout=60,
+        )
+
+    def sync(self, *args):
+        result = self.course("sync", *args)
+        self.assertIn(result.returncode, (0, 1), result.stderr)
+        return result
+
+
+# ------------------------------------------------------------------------ generator
+
+
+class GeneratorTest(unittest.TestCase):
+    LABEL = "solutions/00_alpha/alpha.cu"
+
+    def test_regions_starter_lines_and_outside_text(self):
+        generated = starter.generate_starter(SOLUTION, self.LABEL)
+        first, _, body = generated.partition("\n")
+        self.assertEqual(first + "\n", starter.header_line(self.LABEL))
+        self.assertIn(self.LABEL, first)
+        self.assertEqual(body, EXPECTED_STARTER_BODY)
+
+    def test_file_without_regions_is_copied_after_the_header(self):
+        generated = starter.generate_starter(PLAIN_SOLUTION, "x.cu")
+        self.assertEqual(generated, starter.header_line("x.cu") + PLAIN_SOLUTION)
+
+    def test_header_is_stable(self):
+        self.assertEqual(
+            starter.header_line("solutions/01_b/b.cu"),
+            "// Generated by ./course sync from solutions/01_b/b.cu: fill in the TODOs below.\n",
+        )
+
+    def assert_marker_error(self, text, line, words):
+        with self.assertRaises(starter.MarkerError) as caught:
+            starter.generate_starter(text, "s.cu")
+        message = str(caught.exception)
+        self.assertIn(f"s.cu:{line}:", message)
+        self.assertIn(words, message)
+        self.assertEqual(caught.exception.exit_code, 2)
+
+    def test_begin_without_end(self):
+        self.assert_marker_error("a\n// BEGIN SOLUTION\nb\n", 2, "without an END")
+
+    def test_nested_begin(self):
+        self.assert_marker_error("// BEGIN SOLUTION\nx\n  // BEGIN SOLUTION\n// END SOLUTION\n", 3, "nested")
+
+    def test_stray_end(self):
+        self.assert_marker_error("a\nb\n    // END SOLUTION\n", 3, "without a BEGIN")
+
+    def test_starter_line_outside_a_region(self):
+        self.assert_marker_error("// STARTER: return 0;\n", 1, "outside")
+
+    def test_misspelt_marker(self):
+        self.assert_marker_error("//BEGIN SOLUTION\n", 1, "malformed")
+
+
+# ---------------------------------------------------------------------------- sync
+
+
+class SyncTest(RepoTestCase):
+    def test_sync_writes_starters_and_catalog_then_check_passes(self):
+        result = self.sync()
+        self.assertEqual(result.returncode, 0, result.stdout)
+        alpha = (self.root / "lessons/00_alpha/alpha.cu").read_text()
+        self.assertEqual(alpha.partition("\n")[2], EXPECTED_STARTER_BODY)
+        self.assertTrue((self.root / "lessons/01_beta/beta.cu").exists())
+        self.assertFalse((self.root / "lessons/00_alpha/NOTES.md").exists())
+        self.assertFalse((self.root / "lessons/03_delta").exists())  # planned: untouched
+        inc = (self.root / "common/src/lesson_catalog.inc").read_text()
+        self.assertIn('{"00", "alpha", "First \\"quoted\\" lesson", 8, 0, true},', inc)
+        self.assertEqual(self.sync("--check").returncode, 0)
+
+    def test_check_detects_a_drifted_starter_and_writes_nothing(self):
+        self.sync()
+        starter_file = self.root / "lessons/00_alpha/alpha.cu"
+        drifted = starter_file.read_text().replace("return 0;", "return 1;")
+        starter_file.write_text(drifted)
+        result = self.sync("--check")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("lessons/00_alpha/alpha.cu", result.stdout)
+        self.assertIn("-  return 1;", result.stdout)
+        self.assertIn("+  return 0;", result.stdout)
+        self.assertEqual(starter_file.read_text(), drifted)  # --check wrote nothing
+
+    def test_check_detects_a_missing_starter_and_a_stale_catalog_inc(self):
+        self.sync()
+        (self.root / "lessons/01_beta/beta.cu").unlink()
+        (self.root / "common/src/lesson_catalog.inc").write_text("// old\n")
+        result = self.sync("--check")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("lessons/01_beta/beta.cu (missing)", result.stdout)
+        self.assertIn("common/src/lesson_catalog.inc", result.stdout)
+
+    def test_sync_keeps_a_changed_starter_as_bak(self):
+        self.sync()
+        starter_file = self.root / "lessons/01_beta/beta.cu"
+        starter_file.write_text("my work\n")
+        self.assertEqual(self.sync().returncode, 0)
+        self.assertEqual((self.root / "lessons/01_beta/beta.cu.bak").read_text(), "my work\n")
+        self.assertEqual(self.sync("--check").returncode, 0)
+
+    def test_marker_error_exits_2_naming_file_and_line(self):
+        (self.root / "solutions/01_beta/beta.cu").write_text("a\n// END SOLUTION\n")
+        for args in ([], ["--check"]):
+            result = self.course("sync", *args)
+            self.assertEqual(result.returncode, 2)
+            self.assertIn("solutions/01_beta/beta.cu:2", result.stderr)
+
+    def test_functions_take_the_repository_root(self):
+        lessons = catalog.load_catalog(self.root)
+        files = starter.expected_files(self.root, lessons)
+        self.assertEqual(
+            sorted(path.relative_to(self.root).as_posix() for path in files),
+            ["common/src/lesson_catalog.inc", "lessons/00_alpha/alpha.cu",
+             "lessons/01_beta/beta.cu", "lessons/02_gamma/gamma.cu"],
+        )
+
+
+# ------------------------------------------------------------------------- catalog
+
+
+class CatalogTest(unittest.TestCase):
+    def setUp(self):
+        self.lessons = catalog.load_catalog(REPO)
+
+    def test_real_catalog(self):
+        self.assertEqual([lesson.number for lesson in self.lessons], [f"{n:02d}" for n in range(16)])
+        self.assertEqual([lesson.number for lesson in self.lessons if lesson.ready], ["00", "01"])
+        self.assertEqual(self.lessons[1].name, "01_register_staged")
+        self.assertEqual({l.number for l in self.lessons if l.min_cc == "9.0"}, {"10", "11"})
+        for lesson in self.lessons:
+            self.assertEqual(bool(lesson.hints), lesson.ready, lesson.name)
+
+    def test_lookup_forms(self):
+        for text in ("1", "01", "01_register_staged", "register_staged", "Register_Staged", "001"):
+            self.assertEqual(catalog.find_lesson(self.lessons, text).number, "01", text)
+        self.assertEqual(catalog.find_lesson(self.lessons, "15").slug, "capstone")
+
+    def test_unknown_lessons(self):
+        for text in ("99", "01_device_check", "nothing", "", "-1"):
+            with self.assertRaises(CourseError, msg=text):
+                catalog.find_lesson(self.lessons, text)
+
+    def test_planned_lesson_is_an_error_for_ready_lookups(self):
+        with self.assertRaises(CourseError) as caught:
+            catalog.find_ready_lesson(self.lessons, "2")
+        self.assertIn("not built yet", str(caught.exception))
+
+    def test_next_lesson(self):
+        self.assertEqual(catalog.next_lesson(self.lessons, self.lessons[0]).number, "01")
+        self.assertIsNone(catalog.next_lesson(self.lessons, self.lessons[-1]))
+
+    def test_catalog_inc_text(self):
+        lessons = [
+            catalog.Lesson("00", "a", 'Say "hi" \\ there', 30, "8.0", True),
+            catalog.Lesson("10", "b", "Hopper", 90, "9.0", False),
+        ]
+        lines = catalog.catalog_inc_text(lessons).splitlines()
+        self.assertTrue(lines[0].startswith("// Generated by ./course sync from lessons/catalog.json"))
+        self.assertEqual(lines[1], '{"00", "a", "Say \\"hi\\" \\\\ there", 8, 0, true},')
+        self.assertEqual(lines[2], '{"10", "b", "Hopper", 9, 0, false},')
+        self.assertEqual(len(lines), 3)
+
+    def test_malformed_catalog(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "lessons").mkdir()
+            bad = {"lessons": [dict(FIXTURE_CATALOG["lessons"][0], min_cc="eight")]}
+            (Path(tmp) / "lessons/catalog.json").write_text(json.dumps(bad))
+            with self.assertRaises(CourseError) as caught:
+                catalog.load_catalog(Path(tmp))
+            self.assertIn("min_cc", str(caught.exception))
+
+
+# -------------------------------------------------------------- the CLI's exit codes
+
+
+class CliTest(RepoTestCase):
+    def test_help(self):
+        for args in (["--help"], ["hint", "--help"], ["tour", "--help"], ["sync", "--help"]):
+            result = self.course(*args)
+            self.assertEqual(result.returncode, 0, args)
+            self.assertIn("usage: course", result.stdout)
+
+    def test_unknown_command(self):
+        result = self.course("frobnicate")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("invalid choice: 'frobnicate'", result.stderr)
+
+    def test_no_command(self):
+        result = self.course()
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("usage: course", result.stderr)
+
+    def test_unknown_lesson(self):
+        for command in ("run", "check", "hint", "diff", "reset"):
+            result = self.course(command, "99")
+            self.assertEqual(result.returncode, 2, command)
+            self.assertIn("unknown lesson '99'", result.stderr)
+
+    def test_planned_lesson(self):
+        result = self.course("check", "3")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("lesson 03 (Planned lesson) is planned but not built yet", result.stderr)
+
+    def test_hint_listing_and_one_hint(self):
+        result = self.course("hint", "alpha")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("1. Look at the first thing.", result.stdout)
+        self.assertIn("2. Then the second.", result.stdout)
+        result = self.course("hint", "00_alpha", "2")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("Then the second.", result.stdout)
+        self.assertNotIn("first thing", result.stdout)
+
+    def test_hint_out_of_range(self):
+        for k in ("0", "3", "-1"):
+            result = self.course("hint", "0", k)
+            self.assertEqual(result.returncode, 2, k)
+            self.assertIn("1 to 2", result.stderr)
+
+    def test_lesson_without_hints(self):
+        result = self.course("hint", "1")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("has no hints", result.stdout)
+        self.assertEqual(self.course("hint", "1", "1").returncode, 2)
+
+    def test_extra_arguments_only_where_accepted(self):
+        result = self.course("hint", "0", "--", "x")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("takes no arguments after --", result.stderr)
+
+    def test_reset_keeps_the_students_file(self):
+        self.sync()
+        starter_file = self.root / "lessons/00_alpha/alpha.cu"
+        fresh = starter_file.read_text()
+        starter_file.write_text("half done\n")
+        result = self.course("reset", "0")
+        self.assertEqual(result.returncode, 0)
+        self.assertEqual(starter_file.read_text(), fresh)
+        self.assertEqual((self.root / "lessons/00_alpha/alpha.cu.bak").read_text(), "half done\n")
+        self.assertIn("alpha.cu.bak", result.stdout)
+        result = self.course("reset", "0")
+        self.assertIn("already the untouched starter", result.stdout)
+
+    def test_diff(self):
+        self.sync()
+        result = self.course("diff", "0")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("--- lessons/00_alpha/alpha.cu", result.stdout)
+        self.assertIn("+++ solutions/00_alpha/alpha.cu", result.stdout)
+        self.assertIn("+  return y + 42;", result.stdout)
+        self.assertNotIn("main.cu", result.stdout)  # no counterpart in solutions/
+
+
+# ------------------------------------------------- commands that call cmake and ctest
+
+
+class FakeToolsTestCase(RepoTestCase):
+    """Fake cmake, ctest and programs, so the build commands can run without a GPU."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake_bin = self.base / "fake_bin"
+        self.log = self.base / "calls.log"
+        logger = textwrap.dedent(f"""\
+            import json, os, shutil, sys
+            with open({str(self.log)!r}, "a") as log:
+                log.write(json.dumps([os.path.basename(sys.argv[0])] + sys.argv[1:]) + "\\n")
+            """)
+        write_script(self.fake_bin / "cmake", logger + textwrap.dedent("""\
+            sys.exit(int(os.environ.get("FAKE_CMAKE_EXIT", "0")))
+            """))
+        write_script(self.fake_bin / "ctest", logger + textwrap.dedent("""\
+            junit = sys.argv[sys.argv.index("--output-junit") + 1]
+            if os.environ.get("FAKE_JUNIT"):
+                shutil.copy(os.environ["FAKE_JUNIT"], junit)
+            sys.exit(int(os.environ.get("FAKE_CTEST_EXIT", "0")))
+            """))
+        self.env["PATH"] = f"{self.fake_bin}{os.pathsep}{self.env['PATH']}"
+        self.build_root = self.base / "builds"
+        self.env["COURSE_BUILD_ROOT"] = str(self.build_root)
+
+    def calls(self):
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def configured(self, preset):
+        tree = self.build_root / preset
+        (tree / "bin").mkdir(parents=True, exist_ok=True)
+        (tree / "CMakeCache.txt").write_text("")
+        return tree
+
+    def fake_probe(self, preset, output, exit_code):
+        write_script(self.build_root / preset / "bin" / "course_gpu_probe", f"""\
+            print({output!r})
+            raise SystemExit({exit_code})
+            """)
+
+    def fake_program(self, path, lines, exit_code):
+        write_script(path, program_script(lines, exit_code))
+
+
+def program_script(lines, exit_code):
+    """A fake lesson program: echoes its arguments, prints `lines`, exits."""
+    return f"""\
+        import sys
+        print("args:", " ".join(sys.argv[1:]))
+        for line in {lines!r}:
+            print(line)
+        raise SystemExit({exit_code})
+        """
+
+
+class RunAndCheckTest(FakeToolsTestCase):
+    def test_run_configures_builds_and_passes_arguments(self):
+        self.fake_program(self.build_root / "student/bin/00_alpha_solution", ["hello"], 3)
+        result = self.course("run", "0", "--solution", "--", "--quick", "--size", "7")
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn("args: --quick --size 7", result.stdout)
+        calls = self.calls()
+        self.assertEqual(calls[0][:3], ["cmake", "--preset", "student"])  # not configured yet
+        self.assertEqual(calls[1][:2], ["cmake", "--build"])
+        self.assertEqual(calls[1][-2:], ["--target", "00_alpha_solution"])
+        self.assertIn("$ cmake --preset student", result.stdout)
+
+    def test_run_stops_when_the_build_fails(self):
+        self.configured("student")
+        env = dict(self.env, FAKE_CMAKE_EXIT="1")
+        result = self.course("run", "1", env=env)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("building target 01_beta failed", result.stderr)
+
+    def check(self, junit_xml, ctest_exit=0):
+        self.configured("student")
+        junit_file = self.base / "fixture.xml"
+        junit_file.write_text(junit_xml)
+        env = dict(self.env, FAKE_JUNIT=str(junit_file), FAKE_CTEST_EXIT=str(ctest_exit))
+        result = self.course("check", "00", env=env)
+        ctest_call = [call for call in self.calls() if call[0] == "ctest"][0]
+        self.assertIn("^L00\\.lesson\\.", ctest_call)
+        self.assertIn("--output-on-failure", ctest_call)
+        self.assertEqual(ctest_call[ctest_call.index("--timeout") + 1], "120")
+        self.assertEqual(ctest_call[ctest_call.index("--output-junit") + 1],
+                         str(self.build_root / "student/results/L00.xml"))
+        build_call = [call for call in self.calls() if call[:2] == ["cmake", "--build"]][0]
+        self.assertEqual(build_call[-2:], ["--target", "00_alpha_test"])
+        return result
+
+    def test_check_pass(self):
+        result = self.check(junit_text(passed=["L00.lesson.Cpu.a", "L00.lesson.GpuAlpha.b"]))
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertIn("./course diff 00", result.stdout)
+        self.assertIn("solutions/00_alpha/NOTES.md", result.stdout)
+        self.assertIn("next lesson: 01 Second lesson", result.stdout)
+        self.assertIn("pass", self.course("list").stdout.splitlines()[3])
+
+    def test_check_fail(self):
+        result = self.check(
+            junit_text(passed=["L00.lesson.Cpu.a"], failed=["L00.lesson.GpuAlpha.b"]), ctest_exit=8
+        )
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("L00.lesson.GpuAlpha.b", result.stdout)
+        self.assertIn("lessons/00_alpha/README.md", result.stdout)
+        self.assertIn("lessons/00_alpha/alpha.cu", result.stdout)
+        self.assertIn("./course hint 00", result.stdout)
+
+    def test_check_without_gpu_is_not_verified(self):
+        result = self.check(junit_text(passed=["L00.lesson.Cpu.a"], skipped=["L00.lesson.GpuAlpha.b"]))
+        self.assertEqual(result.returncode, 77, result.stderr)
+        self.assertIn("NOT verified", result.stdout)
+        self.assertIn("skipped", self.course("list").stdout.splitlines()[3])
+
+    def test_list_columns(self):
+        self.configured("student")
+        self.fake_probe("student", "Device 0: Fake GPU, compute capability 8.6", 0)
+        results = self.build_root / "student/results"
+        results.mkdir()
+        (results / "L01.xml").write_text(junit_text(failed=["L01.lesson.Cpu.a"]))
+        result = self.course("list")
+        self.assertEqual(result.returncode, 0)
+        lines = result.stdout.splitlines()
+        self.assertIn("Fake GPU", lines[0])
+        rows = {line[:2]: line.split() for line in lines[3:7]}
+        self.assertEqual(rows["00"][-3:], ["yes", "ready", "—"])
+        self.assertEqual(rows["01"][-3:], ["yes", "ready", "fail"])
+        self.assertEqual(rows["02"][-3:], ["no", "ready", "—"])  # needs 9.0
+        self.assertEqual(rows["03"][-3:], ["yes", "planned", "—"])
+
+    def test_list_without_gpu_and_without_probe(self):
+        self.assertIn("  ?  ", self.course("list").stdout)
+        self.configured("student")
+        self.fake_probe("student", "no CUDA device: cudaErrorNoDevice", 77)
+        result = self.course("list")
+        self.assertIn("no CUDA device", result.stdout)
+        self.assertIn("no GPU", result.stdout.splitlines()[3])
+
+
+class TourTest(FakeToolsTestCase):
+    def test_tour_without_gpu(self):
+        self.configured("default")
+        self.fake_probe("default", "no CUDA device: cudaErrorNoDevice", 77)
+        result = self.course("tour")
+        self.assertEqual(result.returncode, 77, result.stderr)
+        self.assertIn("No CUDA GPU was found: no CUDA device: cudaErrorNoDevice.", result.stdout)
+        self.assertIn("cmake --workflow --preset default", result.stdout)
+        builds = [call for call in self.calls() if call[:2] == ["cmake", "--build"]]
+        self.assertEqual(len(builds), 1)  # only the probe
+        self.assertEqual(builds[0][-2:], ["--target", "course_gpu_probe"])
+
+    def test_tour_runs_the_ready_solutions_and_summarises(self):
+        tree = self.configured("quick")
+        self.fake_probe("quick", "Device 0: Fake GPU, compute capability 8.6", 0)
+        self.fake_program(tree / "bin/00_alpha_solution", ["table", "HEADLINE: 1.5 TB/s", "RESULT: PASS"], 0)
+        self.fake_program(tree / "bin/01_beta_solution", ["HEADLINE: slow", "RESULT: FAIL"], 1)
+        csv_dir = self.base / "csv"
+        result = self.course("tour", "--preset", "quick", "--csv-dir", str(csv_dir), "--", "--quick")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"args: --quick --csv {csv_dir / '00_alpha.csv'}", result.stdout)
+        summary = result.stdout[result.stdout.index("Tour summary"):]
+        self.assertIn("Fake GPU", summary)
+        self.assertRegex(summary, r"00\s+First \"quoted\" lesson\s+PASS\s+1.5 TB/s")
+        self.assertRegex(summary, r"01\s+Second lesson\s+FAIL\s+slow")
+        self.assertRegex(summary, r"02\s+Needs Hopper\s+SKIP\(77\)\s+needs compute capability 9.0")
+        self.assertNotIn("Planned lesson", summary)
+        self.assertTrue(csv_dir.is_dir())
+        builds = [call for call in self.calls() if call[:2] == ["cmake", "--build"]]
+        self.assertEqual(len(builds), 2)  # the probe, then everything
+        self.assertNotIn("--target", builds[1])
+
+
+# --------------------------------------------------------------------------- parsers
+
+
+class JunitTest(unittest.TestCase):
+    def test_pass(self):
+        summary = junit.parse_junit_text(junit_text(passed=["L01.lesson.Cpu.a", "L01.lesson.Gpu.b"]))
+        self.assertEqual(summary.verdict, "pass")
+        self.assertEqual(len(summary.passed), 2)
+
+    def test_fail(self):
+        summary = junit.parse_junit_text(junit_text(passed=["L01.lesson.Cpu.a"], failed=["L01.lesson.Gpu.b"]))
+        self.assertEqual(summary.verdict, "fail")
+        self.assertEqual(summary.failed, ["L01.lesson.Gpu.b"])
+
+    def test_every_gpu_test_skipped(self):
+        summary = junit.parse_junit_text(
+            junit_text(passed=["L01.lesson.Cpu.a"], skipped=["L01.lesson.GpuCopy.b", "L01.lesson.GpuCopy.c"])
+        )
+        self.assertEqual(summary.verdict, "skipped")
+
+    def test_some_gpu_tests_skipped(self):
+        summary = junit.parse_junit_text(
+            junit_text(passed=["L01.lesson.GpuCopy.a"], skipped=["L01.lesson.GpuHopper.b"])
+        )
+        self.assertEqual(summary.verdict, "pass")
+
+    def test_skip_forms(self):
+        forms = [
+            '<testcase name="a.Gpu.1" status="notrun"><skipped message="SKIP_RETURN_CODE=77"/></testcase>',
+            '<testcase name="a.Gpu.2" status="notrun"/>',
+            '<testcase name="a.Gpu.3"><skipped/></testcase>',
+            '<testcase name="a.Gpu.4" status="disabled"/>',
+        ]
+        summary = junit.parse_junit_text(junit_text(extra="\n".join(forms)))
+        self.assertEqual(len(summary.skipped), 4)
+        self.assertEqual(summary.verdict, "skipped")
+
+    def test_not_run_because_not_built_is_a_failure(self):
+        case = ('<testcase name="a.Cpu.x" status="notrun">'
+                '<skipped message="Unable to find executable"/></testcase>')
+        summary = junit.parse_junit_text(junit_text(extra=case))
+        self.assertEqual(summary.verdict, "fail")
+
+    def test_empty_and_missing(self):
+        self.assertEqual(junit.parse_junit_text(junit_text()).verdict, "no tests")
+        self.assertIsNone(junit.read_junit(Path("/nonexistent/L01.xml")))
+
+
+class TourParsingTest(unittest.TestCase):
+    def test_parse_output(self):
+        lines = ["GPU: X", "HEADLINE: first", "  HEADLINE:  2.1 TB/s (93% of D2D)  ", "RESULT: PASS"]
+        self.assertEqual(tour.parse_output(lines), ("PASS", "2.1 TB/s (93% of D2D)"))
+        self.assertEqual(tour.parse_output(["nothing"]), (None, None))
+        self.assertEqual(tour.parse_output(["RESULT: FAIL"]), ("FAIL", None))
+
+    def test_verdicts(self):
+        self.assertEqual(tour.verdict(0, "PASS"), "PASS")
+        self.assertEqual(tour.verdict(1, "FAIL"), "FAIL")
+        self.assertEqual(tour.verdict(0, "FAIL"), "FAIL")
+        self.assertEqual(tour.verdict(77, None), "SKIP(77)")
+        self.assertEqual(tour.verdict(2, None), "ERROR(2)")
+        self.assertEqual(tour.verdict(-11, "PASS"), "ERROR(-11)")
+        self.assertEqual(tour.verdict(0, None), "ERROR(0)")
+
+    def test_lesson_run_and_summary(self):
+        runs = [
+            tour.lesson_run("00", "What this GPU can do", 0, ["HEADLINE: D2D 2.9 TB/s", "RESULT: PASS"]),
+            tour.lesson_run("01", "Copy and compute through registers", 77, ["needs a GPU"]),
+            tour.lesson_run("02", "Third", 134, ["Aborted"]),
+        ]
+        self.assertEqual([run.verdict for run in runs], ["PASS", "SKIP(77)", "ERROR(134)"])
+        self.assertEqual(runs[1].headline, "needs a GPU")
+        self.assertEqual(runs[2].headline, "(no RESULT line)")
+        table = tour.summary_table(runs)
+        self.assertRegex(table, r"00\s+What this GPU can do\s+PASS\s+D2D 2.9 TB/s")
+        self.assertIn("1 of 3 lessons passed.", table)
+        self.assertLessEqual(max(len(line) for line in table.splitlines()), 100)
+
+
+class ProbeParsingTest(unittest.TestCase):
+    def test_gpu(self):
+        probe = parse_probe_output(0, "Device 0: NVIDIA H100 80GB HBM3, compute capability 9.0\nmore\n")
+        self.assertEqual((probe.status, probe.compute_capability), ("gpu", (9, 0)))
+        self.assertEqual(probe.message, "Device 0: NVIDIA H100 80GB HBM3, compute capability 9.0")
+
+    def test_no_gpu(self):
+        probe = parse_probe_output(77, "no CUDA device: cudaErrorNoDevice\n")
+        self.assertEqual((probe.status, probe.message), ("no-gpu", "no CUDA device: cudaErrorNoDevice"))
+
+    def test_unexpected_output(self):
+        self.assertEqual(parse_probe_output(0, "hello").status, "error")
+        self.assertEqual(parse_probe_output(1, "compute capability 8.0").status, "error")
+
+    def test_two_digit_capability(self):
+        self.assertEqual(parse_probe_output(0, "compute capability 12.0").compute_capability, (12, 0))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,54 @@
+"""`course`: the command-line tool of the CUDA asynchronous data movement course.
+
+The `course` script at the repository root calls main(). The modules:
+  catalog.py   the lesson map (lessons/catalog.json)
+  starter.py   the generator of starters from solutions (`sync`, `reset`)
+  build.py     cmake, ctest and the GPU probe
+  junit.py     reading ctest's JUnit results (`check`, `list`)
+  tour.py      parsing the lesson programs' output and the tour's summary
+  commands.py  one function per command, and the argument parser
+"""
+
+import sys
+from pathlib import Path
+
+from .commands import build_parser
+from .errors import CourseError
+
+
+def split_extra_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Split at the first `--`: course's own arguments, then the program's arguments."""
+    if "--" in argv:
+        position = argv.index("--")
+        return argv[:position], argv[position + 1 :]
+    return argv, []
+
+
+def main(argv: list[str] | None = None, root: Path | None = None) -> int:
+    """Run one command and return its exit code.
+
+    `root` is the repository root; by default the directory above tools/.
+    """
+    if argv is None:
+        argv = sys.argv[1:]
+    if root is None:
+        root = Path(__file__).resolve().parents[2]
+    own_args, extra_args = split_extra_args(argv)
+
+    parser = build_parser()
+    args = parser.parse_args(own_args)  # exits 2 with a message on a usage error
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    if extra_args and not args.accepts_extra:
+        parser.error(f"`{args.command}` takes no arguments after --")
+    args.extra = extra_args
+
+    try:
+        return args.handler(root, args)
+    except CourseError as error:
+        print(f"course: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("course: interrupted", file=sys.stderr)
+        return 130

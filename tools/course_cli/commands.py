@@ -1,0 +1,405 @@
+"""The `course` commands. Each handler takes the repository root and the parsed
+arguments and returns the exit code."""
+
+import argparse
+import difflib
+import textwrap
+from pathlib import Path
+
+from . import build, starter
+from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
+from .catalog import CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson
+from .errors import CourseError
+from .junit import read_junit
+from .tour import LessonRun, lesson_run, summary_table
+
+STUDENT_PRESET = "student"
+
+
+# ----------------------------------------------------------------------------- list
+
+
+def gpu_column(probe: build.ProbeResult, lesson: Lesson) -> str:
+    """yes / no / no GPU / ? : can this machine run the lesson?"""
+    if probe.status == "gpu":
+        return "yes" if probe.compute_capability >= lesson.min_cc_tuple else "no"
+    if probe.status == "no-gpu":
+        return "no GPU"
+    return "?"
+
+
+def last_check_column(root: Path, lesson: Lesson) -> str:
+    """pass / fail / skipped / — from build/student/results/LNN.xml."""
+    summary = read_junit(results_file(root, lesson))
+    if summary is None or summary.verdict == "no tests":
+        return "—"
+    return summary.verdict
+
+
+def find_probe(root: Path) -> build.ProbeResult:
+    """Run the GPU probe of the student build (or of the default build)."""
+    for preset in (STUDENT_PRESET, "default"):
+        probe = BuildTree(root, preset).executable(PROBE_NAME)
+        if probe.exists():
+            return build.run_probe(probe)
+    return build.ProbeResult("not-built", None, "the GPU probe is not built yet")
+
+
+def cmd_list(root: Path, args: argparse.Namespace) -> int:
+    lessons = load_catalog(root)
+    probe = find_probe(root)
+    if probe.status == "gpu":
+        print(f"GPU: {probe.message}")
+    elif probe.status == "no-gpu":
+        print(f"GPU: none ({probe.message})")
+    elif probe.status == "not-built":
+        print(
+            "GPU: unknown, the probe is not built yet (cmake --preset student && "
+            "cmake --build --preset student --target course_gpu_probe)"
+        )
+    else:
+        print(f"GPU: unknown ({probe.message})")
+    print()
+    title_width = max(len(lesson.title) for lesson in lessons)
+    print(f"{'#':<2}  {'title':<{title_width}}  {'min':>3}  {'GPU':<6}  {'status':<7}  last check")
+    for lesson in lessons:
+        status = "ready" if lesson.ready else "planned"
+        print(
+            f"{lesson.number:<2}  {lesson.title:<{title_width}}  {lesson.minutes:>3}  "
+            f"{gpu_column(probe, lesson):<6}  {status:<7}  {last_check_column(root, lesson)}"
+        )
+    print()
+    print("Start a lesson: read lessons/NN_slug/README.md, then `./course run NN` and `./course check NN`.")
+    return 0
+
+
+# ------------------------------------------------------------------------------ run
+
+
+def cmd_run(root: Path, args: argparse.Namespace) -> int:
+    lesson = find_ready_lesson(load_catalog(root), args.lesson)
+    target = lesson.name + ("_solution" if args.solution else "")
+    tree = BuildTree(root, STUDENT_PRESET)
+    tree.configure_if_needed()
+    tree.build(target)
+    return build.run_command([shown(tree.executable(target), root)] + args.extra, root)
+
+
+# ---------------------------------------------------------------------------- check
+
+
+def results_file(root: Path, lesson: Lesson) -> Path:
+    return BuildTree(root, STUDENT_PRESET).results_dir / f"L{lesson.number}.xml"
+
+
+def next_steps_after_pass(lessons: list[Lesson], lesson: Lesson) -> list[str]:
+    following = next_lesson(lessons, lesson)
+    steps = [
+        f"compare your code with the solution: ./course diff {lesson.number}",
+        f"read solutions/{lesson.name}/NOTES.md",
+    ]
+    if following is None:
+        steps.append("that was the last lesson: well done")
+    elif following.ready:
+        steps.append(
+            f"next lesson: {following.number} {following.title} "
+            f"(lessons/{following.name}/README.md, ./course run {following.number})"
+        )
+    else:
+        steps.append(f"next lesson: {following.number} {following.title} (planned, not built yet)")
+    return steps
+
+
+def ctest_command(root: Path, tree: BuildTree, lesson: Lesson, junit: Path) -> list[str]:
+    """Run the lesson's tests against the starter, writing JUnit results to `junit`."""
+    return [
+        "ctest",
+        "--test-dir", shown(tree.binary_dir, root),
+        "-R", rf"^L{lesson.number}\.lesson\.",
+        "--output-on-failure",
+        "--output-junit", str(junit.resolve()),  # a relative path would be taken from --test-dir
+        "--timeout", "120",
+    ]
+
+
+def cmd_check(root: Path, args: argparse.Namespace) -> int:
+    lessons = load_catalog(root)
+    lesson = find_ready_lesson(lessons, args.lesson)
+    tree = BuildTree(root, STUDENT_PRESET)
+    junit = results_file(root, lesson)
+    junit.unlink(missing_ok=True)  # `list` must not show the result of an older check
+
+    tree.configure_if_needed()
+    tree.build(
+        f"{lesson.name}_test",
+        advice=f"fix the first compiler error above (in lessons/{lesson.name}/{lesson.slug}.cu?)",
+    )
+    junit.parent.mkdir(parents=True, exist_ok=True)
+    ctest_exit = build.run_command(ctest_command(root, tree, lesson, junit), root)
+
+    summary = read_junit(junit)
+    print()
+    if summary is None:
+        print(f"ctest wrote no readable results to {shown(junit, root)} (exit code {ctest_exit}).")
+        return 1
+    if summary.verdict == "no tests":
+        print(f"ctest found no tests named L{lesson.number}.lesson.*: was {lesson.name}_test built?")
+        return 1
+
+    counts = (
+        f"{len(summary.passed)} passed, {len(summary.failed)} failed, "
+        f"{len(summary.skipped)} skipped"
+    )
+    if summary.verdict == "fail" or ctest_exit != 0:
+        print(f"Lesson {lesson.number} is not done yet: {counts}.")
+        if summary.failed:
+            print("Failed tests:")
+            for name in summary.failed:
+                print(f"  {name}")
+        else:
+            print(f"ctest exited with {ctest_exit}; see its output above.")
+        print("Next:")
+        print(f"  read lessons/{lesson.name}/README.md")
+        print(f"  the TODOs in lessons/{lesson.name}/{lesson.slug}.cu")
+        print(f"  ./course hint {lesson.number}")
+        return 1
+    if summary.verdict == "skipped":
+        print(f"Lesson {lesson.number} is NOT verified: {counts}.")
+        print("Every GPU test was skipped because no usable CUDA GPU was found")
+        print(f"(no device, or one below compute capability {lesson.min_cc}).")
+        print(f"Run `./course check {lesson.number}` on a machine with a GPU to verify your work.")
+        return SKIP_EXIT_CODE
+    print(f"Lesson {lesson.number} passes: {counts}.")
+    print("Next:")
+    for step in next_steps_after_pass(lessons, lesson):
+        print(f"  {step}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- hint
+
+
+def cmd_hint(root: Path, args: argparse.Namespace) -> int:
+    lesson = find_ready_lesson(load_catalog(root), args.lesson)
+    hints = lesson.hints
+    if args.k is None:
+        if not hints:
+            print(f"Lesson {lesson.number} has no hints. Its README's pitfalls section may help.")
+            return 0
+        print(f"Hints for lesson {lesson.number} ({lesson.title}):")
+        for number, hint in enumerate(hints, start=1):
+            print(textwrap.fill(hint, width=88, initial_indent=f"{number:>3}. ", subsequent_indent="     "))
+        print(f"(`./course hint {lesson.number} K` shows hint K alone.)")
+        return 0
+    if not hints:
+        raise CourseError(f"lesson {lesson.number} has no hints")
+    if not 1 <= args.k <= len(hints):
+        raise CourseError(
+            f"lesson {lesson.number} has {len(hints)} hints: ask for one of 1 to {len(hints)}"
+        )
+    print(f"Hint {args.k} of {len(hints)} for lesson {lesson.number}:")
+    print(textwrap.fill(hints[args.k - 1], width=88))
+    return 0
+
+
+# ----------------------------------------------------------------------------- diff
+
+
+def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), old_label, new_label
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def cmd_diff(root: Path, args: argparse.Namespace) -> int:
+    lesson = find_ready_lesson(load_catalog(root), args.lesson)
+    lesson_dir = lesson.lesson_dir(root)
+    compared = 0
+    for mine in sorted(lesson_dir.iterdir()):
+        solution = lesson.solution_dir(root) / mine.name
+        if not (mine.is_file() and solution.is_file()):
+            continue
+        compared += 1
+        text = unified_diff(
+            mine.read_text(encoding="utf-8"),
+            solution.read_text(encoding="utf-8"),
+            shown(mine, root),
+            shown(solution, root),
+        )
+        print(text if text else f"{shown(mine, root)} is the same as the solution.")
+    if compared == 0:
+        print(f"No file of lessons/{lesson.name}/ has a counterpart in solutions/{lesson.name}/.")
+    return 0
+
+
+# ---------------------------------------------------------------------------- reset
+
+
+def backup(path: Path, text: str) -> Path:
+    """Save `text` as <path>.bak and return that path."""
+    saved = path.with_name(path.name + ".bak")
+    saved.write_text(text, encoding="utf-8")
+    return saved
+
+
+def cmd_reset(root: Path, args: argparse.Namespace) -> int:
+    lesson = find_ready_lesson(load_catalog(root), args.lesson)
+    for solution, starter_file in starter.starter_pairs(root, lesson):
+        fresh = starter.expected_starter(root, solution)
+        current = starter.read_or_none(starter_file)
+        if current == fresh:
+            print(f"{shown(starter_file, root)} is already the untouched starter.")
+            continue
+        if current is not None:
+            saved = backup(starter_file, current)
+            print(f"Saved your version of {shown(starter_file, root)} as {shown(saved, root)}.")
+        starter_file.write_text(fresh, encoding="utf-8")
+        print(f"Wrote a fresh {shown(starter_file, root)} from {shown(solution, root)}.")
+    return 0
+
+
+# ----------------------------------------------------------------------------- sync
+
+
+def cmd_sync(root: Path, args: argparse.Namespace) -> int:
+    lessons = load_catalog(root)
+    expected = starter.expected_files(root, lessons)  # raises on a malformed region
+    stale = []
+    for path, text in expected.items():
+        current = starter.read_or_none(path)
+        if current != text:
+            stale.append((path, current, text))
+
+    if args.check:
+        for path, current, text in stale:
+            label = shown(path, root)
+            old_label = f"{label} (on disk)" if current is not None else f"{label} (missing)"
+            print(unified_diff(current or "", text, old_label, f"{label} (generated)"), end="")
+        if stale:
+            print(f"{len(stale)} generated file(s) differ from what `./course sync` makes now:")
+            for path, _, _ in stale:
+                print(f"  {shown(path, root)}")
+            print("Run ./course sync (and commit the result).")
+            return 1
+        print(f"All {len(expected)} generated files are up to date.")
+        return 0
+
+    for path, current, text in stale:
+        is_starter = path != root / CATALOG_INC_PATH
+        if is_starter and current is not None:
+            saved = backup(path, current)  # never lose a student's work to a sync
+            print(f"Saved the previous {shown(path, root)} as {shown(saved, root)}.")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"Wrote {shown(path, root)}.")
+    print(f"{len(stale)} of {len(expected)} generated files changed.")
+    return 0
+
+
+# ----------------------------------------------------------------------------- tour
+
+
+NO_GPU_MESSAGE = (
+    "No CUDA GPU was found: {reason}. The tour runs the lessons' reference solutions on "
+    "a GPU; on this machine you can still run the tests: cmake --workflow --preset default"
+)
+
+
+def cmd_tour(root: Path, args: argparse.Namespace) -> int:
+    lessons = load_catalog(root)
+    tree = BuildTree(root, args.preset)
+    tree.configure_if_needed()
+    tree.build(PROBE_NAME)
+    probe_exit, probe_lines = build.run_streaming([shown(tree.executable(PROBE_NAME), root)], root)
+    probe = build.parse_probe_output(probe_exit, "\n".join(probe_lines))
+    if probe.status == "no-gpu":
+        reason = " ".join(probe.message.split())
+        print(NO_GPU_MESSAGE.format(reason=reason))
+        return SKIP_EXIT_CODE
+    if probe.status != "gpu":
+        raise CourseError(f"{PROBE_NAME} failed: {probe.message}", exit_code=1)
+
+    tree.build()
+    csv_dir = Path(args.csv_dir).resolve() if args.csv_dir else None
+    if csv_dir:
+        csv_dir.mkdir(parents=True, exist_ok=True)
+
+    runs = []
+    for lesson in [lesson for lesson in lessons if lesson.ready]:
+        print(f"\n=== Lesson {lesson.number}: {lesson.title} ===", flush=True)
+        if probe.compute_capability < lesson.min_cc_tuple:
+            major, minor = probe.compute_capability
+            reason = f"needs compute capability {lesson.min_cc}; this GPU has {major}.{minor}"
+            print(reason)
+            runs.append(LessonRun(lesson.number, lesson.title, "SKIP(77)", reason))
+            continue
+        executable = tree.executable(f"{lesson.name}_solution")
+        if not executable.exists():
+            runs.append(LessonRun(lesson.number, lesson.title, "ERROR", f"{shown(executable, root)} was not built"))
+            continue
+        command = [shown(executable, root)] + args.extra
+        if csv_dir:
+            command += ["--csv", str(csv_dir / f"{lesson.name}.csv")]
+        exit_code, lines = build.run_streaming(command, root)
+        runs.append(lesson_run(lesson.number, lesson.title, exit_code, lines))
+
+    print(f"\nTour summary ({probe.message})")
+    print(summary_table(runs))
+    return 0 if runs and all(run.verdict == "PASS" for run in runs) else 1
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="course",
+        description="Work through the CUDA asynchronous data movement course.",
+        epilog=(
+            "A lesson is named by its number or slug: 1, 01, 01_register_staged or "
+            "register_staged. Arguments after `--` go to the program that `run` or "
+            "`tour` starts. Typical loop: ./course list; ./course run 01; ./course check 01; "
+            "./course hint 01; ./course diff 01."
+        ),
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name, handler, help_text, accepts_extra=False):
+        command = commands.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(handler=handler, accepts_extra=accepts_extra)
+        return command
+
+    add("list", cmd_list, "list the lessons, whether this GPU can run them, and your last check")
+
+    run = add("run", cmd_run, "build and run a lesson's program (your starter, or --solution)", True)
+    run.add_argument("lesson", help="lesson number or slug")
+    run.add_argument("--solution", action="store_true", help="run the reference solution instead")
+
+    check = add("check", cmd_check, "build and run a lesson's tests against your code")
+    check.add_argument("lesson", help="lesson number or slug")
+
+    hint = add("hint", cmd_hint, "show a lesson's hints, or hint number K")
+    hint.add_argument("lesson", help="lesson number or slug")
+    hint.add_argument("k", nargs="?", type=int, help="which hint (1, 2, ...)")
+
+    diff = add("diff", cmd_diff, "show how your lesson files differ from the solution")
+    diff.add_argument("lesson", help="lesson number or slug")
+
+    reset = add("reset", cmd_reset, "restore a lesson's starter files (yours are kept as .bak)")
+    reset.add_argument("lesson", help="lesson number or slug")
+
+    sync = add(
+        "sync",
+        cmd_sync,
+        "maintainers: regenerate the starters from solutions/ and "
+        "common/src/lesson_catalog.inc from lessons/catalog.json",
+    )
+    sync.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if a generated file is stale"
+    )
+
+    tour = add("tour", cmd_tour, "build everything and run every ready lesson's solution", True)
+    tour.add_argument("--preset", default="default", help="CMake configure preset (default: default)")
+    tour.add_argument("--csv-dir", metavar="DIR", help="write each lesson's table to DIR/NN_slug.csv")
+    return parser

@@ -1,0 +1,90 @@
+"""Reading the JUnit XML file that `ctest --output-junit` writes.
+
+ctest writes one <testcase> per test with status="run", "fail", "notrun" or
+"disabled". A test skipped on purpose (GTEST_SKIP, exit code 77) is "notrun" with
+<skipped message="SKIP_REGULAR_EXPRESSION_MATCHED"/> or "SKIP_RETURN_CODE=77"; a test
+that could not start at all (its executable was never built) is "notrun" too, with
+another message, and ctest counts that one as failed, so we do as well.
+"""
+
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Test names containing "Gpu" are GPU tests (the CMake lesson helper uses the same rule).
+GPU_MARK = "Gpu"
+
+
+@dataclass
+class TestSummary:
+    """The outcome of one ctest run."""
+
+    passed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.passed) + len(self.failed) + len(self.skipped)
+
+    @property
+    def gpu_tests(self) -> list[str]:
+        return [name for name in self.passed + self.failed + self.skipped if GPU_MARK in name]
+
+    @property
+    def verdict(self) -> str:
+        """"pass", "fail", "skipped" (nothing on the GPU was verified) or "no tests"."""
+        if self.failed:
+            return "fail"
+        if self.total == 0:
+            return "no tests"
+        gpu_tests = self.gpu_tests
+        all_gpu_skipped = bool(gpu_tests) and all(name in self.skipped for name in gpu_tests)
+        if all_gpu_skipped or not self.passed:
+            return "skipped"
+        return "pass"
+
+
+def _outcome(testcase: ElementTree.Element) -> str:
+    """"passed", "failed" or "skipped" for one <testcase> element."""
+    status = testcase.get("status", "run")
+    if testcase.find("failure") is not None or testcase.find("error") is not None:
+        return "failed"
+    if status == "fail":
+        return "failed"
+    if status == "disabled":
+        return "skipped"
+    skipped = testcase.find("skipped")
+    if skipped is not None or status == "notrun":
+        message = skipped.get("message", "") if skipped is not None else ""
+        if message == "" or message.startswith("SKIP_"):
+            return "skipped"
+        return "failed"  # not run for another reason, e.g. "Unable to find executable"
+    return "passed"
+
+
+def parse_junit_text(text: str) -> TestSummary:
+    """Summarise the JUnit XML in `text`."""
+    try:
+        tree = ElementTree.fromstring(text)
+    except ElementTree.ParseError as error:
+        raise ValueError(f"not a JUnit XML file: {error}") from None
+    summary = TestSummary()
+    for testcase in tree.iter("testcase"):
+        name = testcase.get("name", "?")
+        outcome = _outcome(testcase)
+        if outcome == "passed":
+            summary.passed.append(name)
+        elif outcome == "failed":
+            summary.failed.append(name)
+        else:
+            summary.skipped.append(name)
+    return summary
+
+
+def read_junit(path: Path) -> TestSummary | None:
+    """The summary of a JUnit file, or None when it is missing or unreadable."""
+    try:
+        return parse_junit_text(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -99,6 +99,7 @@ function(course_add_lesson number slug)
 namespace course::testing {
 const char* kernels_object_path() { return \"$<TARGET_OBJECTS:${name}_${kind}_kernels>\"; }
 const char* cuobjdump_path() { return \"${cuobjdump}\"; }
+const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
 }
 ")
     add_executable(${test_exe} "${paths_source}")

@@ -21,8 +21,8 @@ using register_staged::LaunchShape;
 
 // Sizes around every boundary: one element, a partial group, whole and partial batches
 // at both granularities and block sizes, a prime, and enough batches to wrap the grid.
-const std::vector<std::size_t> kAwkwardSizes = {1,    31,   32,    33,    255,    256,   257,
-                                                4095, 4096, 4097,  16383, 16385,  65537, 1000003};
+const std::vector<std::size_t> kAwkwardSizes = {1,    31,   32,   33,    255,   256,   257,
+                                                4095, 4096, 4097, 16383, 16385, 65537, 1000003};
 
 std::string name(Granularity g) { return g == Granularity::fine ? "fine" : "coarse"; }
 
@@ -30,7 +30,9 @@ std::string name(Granularity g) { return g == Granularity::fine ? "fine" : "coar
 
 // Readable parameter values in test names and failure messages.
 namespace register_staged {
-void PrintTo(Granularity g, std::ostream* os) { *os << (g == Granularity::fine ? "fine" : "coarse"); }
+void PrintTo(Granularity g, std::ostream* os) {
+  *os << (g == Granularity::fine ? "fine" : "coarse");
+}
 void PrintTo(LaunchShape s, std::ostream* os) { *os << s.blocks << "x" << s.threads_per_block; }
 }  // namespace register_staged
 
@@ -76,7 +78,9 @@ TEST(RegisterStagedShape, EmptyInputLaunchesNothing) {
 TEST(RegisterStagedPtx, NoAsynchronousCopyInstructions) {
   // The baseline of the course must not use any of the instructions later lessons teach.
   const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
-  for (const char* target : {"sm_80", "sm_90"}) {
+  const auto targets = course::testing::ptx_targets();
+  ASSERT_FALSE(targets.empty());
+  for (const std::string& target : targets) {
     const auto& module = course::inspect::module_for(modules, target);
     const auto kernels = course::inspect::ptx_kernels(module);
     ASSERT_EQ(kernels.size(), 2u) << "one kernel per granularity in " << target;
@@ -84,7 +88,8 @@ TEST(RegisterStagedPtx, NoAsynchronousCopyInstructions) {
       for (const char* async : {"cp.async", "cp.async.bulk", "mbarrier", "cp.reduce.async"}) {
         EXPECT_FALSE(course::inspect::uses(kernel.body, async)) << kernel.name << " uses " << async;
       }
-      EXPECT_TRUE(course::inspect::uses(kernel.body, "bar.sync")) << kernel.name << ": no __syncthreads";
+      EXPECT_TRUE(course::inspect::uses(kernel.body, "bar.sync"))
+          << kernel.name << ": no __syncthreads";
     }
   }
 }
@@ -92,8 +97,9 @@ TEST(RegisterStagedPtx, NoAsynchronousCopyInstructions) {
 TEST(RegisterStagedPtx, CoarseKernelMoves16ByteVectors) {
   const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
   // register_staged_kernel<Granularity::coarse>, by its mangled name.
-  const auto coarse = course::inspect::kernel(course::inspect::module_for(modules, "sm_90"),
-                                              "register_staged_kernelILNS_11GranularityE1E");
+  const auto coarse = course::inspect::kernel(
+      course::inspect::module_for(modules, course::testing::ptx_targets().back()),
+      "register_staged_kernelILNS_11GranularityE1E");
   EXPECT_TRUE(course::inspect::uses(coarse.body, "ld.global.nc.v4.u32") ||
               course::inspect::uses(coarse.body, "ld.global.v4.u32"))
       << "the coarse kernel should load uint4 vectors";
@@ -134,8 +140,8 @@ TEST_P(GpuRegisterStaged, EveryElementMatchesTheReference) {
     std::vector<std::uint32_t> expected(n);
     course::workload::reference(host_in, expected);
     const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
-    ASSERT_TRUE(c.ok()) << name(granularity) << ", " << shape.blocks << "x" << shape.threads_per_block
-                        << ", n=" << n << ": " << c.summary();
+    ASSERT_TRUE(c.ok()) << name(granularity) << ", " << shape.blocks << "x"
+                        << shape.threads_per_block << ", n=" << n << ": " << c.summary();
     // The kernel must not write to its input.
     std::vector<std::uint32_t> original(n);
     course::fill_hash_host(original, static_cast<std::uint32_t>(n));
@@ -145,14 +151,16 @@ TEST_P(GpuRegisterStaged, EveryElementMatchesTheReference) {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const auto [g, shape] = info.param;
-  return name(g) + "_" + std::to_string(shape.blocks) + "x" + std::to_string(shape.threads_per_block);
+  return name(g) + "_" + std::to_string(shape.blocks) + "x" +
+         std::to_string(shape.threads_per_block);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, GpuRegisterStaged,
     ::testing::Combine(::testing::Values(Granularity::fine, Granularity::coarse),
-                       ::testing::Values(LaunchShape{1, 32}, LaunchShape{3, 96}, LaunchShape{7, 256},
-                                         LaunchShape{264, 256}, LaunchShape{2, 1024})),
+                       ::testing::Values(LaunchShape{1, 32}, LaunchShape{3, 96},
+                                         LaunchShape{7, 256}, LaunchShape{264, 256},
+                                         LaunchShape{2, 1024})),
     case_name);
 
 TEST(GpuRegisterStagedOccupancy, MaxBlocksPerSmIsPositiveAndShrinksWithSharedMemory) {

@@ -28,7 +28,8 @@ int parse_int(const std::string& flag, const std::string& text, int min_value) {
 }  // namespace
 
 std::uint64_t parse_count(const std::string& flag, const std::string& text) {
-  const std::string error = "--" + flag + " expects a count such as 1000003, 64K or 1G, got '" + text + "'";
+  const std::string error =
+      "--" + flag + " expects a count such as 1000003, 64K or 1G, got '" + text + "'";
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) throw UsageError(error);
   std::size_t used = 0;
   unsigned long long value = 0;
@@ -39,11 +40,16 @@ std::uint64_t parse_count(const std::string& flag, const std::string& text) {
   }
   std::uint64_t scale = 1;
   const std::string suffix = text.substr(used);
-  if (suffix == "K" || suffix == "k") scale = 1ull << 10;
-  else if (suffix == "M" || suffix == "m") scale = 1ull << 20;
-  else if (suffix == "G" || suffix == "g") scale = 1ull << 30;
-  else if (!suffix.empty()) throw UsageError(error);
-  if (value > std::numeric_limits<std::uint64_t>::max() / scale) throw UsageError(error + " (too large)");
+  if (suffix == "K" || suffix == "k")
+    scale = 1ull << 10;
+  else if (suffix == "M" || suffix == "m")
+    scale = 1ull << 20;
+  else if (suffix == "G" || suffix == "g")
+    scale = 1ull << 30;
+  else if (!suffix.empty())
+    throw UsageError(error);
+  if (value > std::numeric_limits<std::uint64_t>::max() / scale)
+    throw UsageError(error + " (too large)");
   return value * scale;
 }
 
@@ -62,12 +68,16 @@ void FlagParser::add_common(CommonOptions& o, const std::string& size_help,
   add_string("csv", &o.csv, "also write the table to this CSV file");
 }
 
-void FlagParser::add_int(const std::string& name, int* target, int min_value, const std::string& help) {
-  flags_.push_back({name, "N", help, [=](const std::string& v) { *target = parse_int(name, v, min_value); }});
+void FlagParser::add_int(const std::string& name, int* target, int min_value,
+                         const std::string& help) {
+  flags_.push_back(
+      {name, "N", help, [=](const std::string& v) { *target = parse_int(name, v, min_value); }});
 }
 
-void FlagParser::add_count(const std::string& name, std::uint64_t* target, const std::string& help) {
-  flags_.push_back({name, "N", help, [=](const std::string& v) { *target = parse_count(name, v); }});
+void FlagParser::add_count(const std::string& name, std::uint64_t* target,
+                           const std::string& help) {
+  flags_.push_back(
+      {name, "N", help, [=](const std::string& v) { *target = parse_count(name, v); }});
 }
 
 void FlagParser::add_bool(const std::string& name, bool* target, const std::string& help) {
@@ -87,7 +97,8 @@ void FlagParser::add_choice(const std::string& name, std::string* target,
   for (const auto& c : choices) joined += (joined.empty() ? "" : "|") + c;
   flags_.push_back({name, joined, help, [=](const std::string& v) {
                       if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
-                        throw UsageError("--" + name + " must be one of " + joined + ", got '" + v + "'");
+                        throw UsageError("--" + name + " must be one of " + joined + ", got '" + v +
+                                         "'");
                       }
                       *target = v;
                     }});
@@ -107,7 +118,8 @@ void FlagParser::parse(int argc, const char* const* argv) const {
       throw UsageError("unexpected argument '" + arg + "' (flags start with --)");
     }
     const std::size_t equals = arg.find('=');
-    const std::string name = arg.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
+    const std::string name =
+        arg.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
     const Flag* flag = find(name);
     if (flag == nullptr) throw UsageError("unknown flag --" + name);
     if (flag->value_name.empty()) {
@@ -132,8 +144,10 @@ std::string FlagParser::usage() const {
   out << "usage: " << program_ << " [flags]\n\n" << description_ << "\n\nflags:\n";
   for (const Flag& f : flags_) {
     std::string left = "  --" + f.name + (f.value_name.empty() ? "" : " " + f.value_name);
-    if (left.size() < 26) left.resize(26, ' ');
-    else left += "  ";
+    if (left.size() < 26)
+      left.resize(26, ' ');
+    else
+      left += "  ";
     out << left << f.help << "\n";
   }
   out << "\nexit codes: 0 pass, 1 verification failed, 2 usage error, 77 cannot run here\n";

@@ -17,7 +17,8 @@ Harness::Harness(std::string lesson, const CommonOptions& options, const DeviceS
       warmup_(options.quick ? std::min(options.warmup, 1) : options.warmup),
       iters_(options.quick ? std::min(options.iters, 2) : options.iters) {}
 
-void Harness::reference(const std::string& name, double bytes, std::function<void(cudaStream_t)> run) {
+void Harness::reference(const std::string& name, double bytes,
+                        std::function<void(cudaStream_t)> run) {
   const Timing t = time_stream_work(run, stream(), warmup_, iters_);
   reference_name_ = name;
   reference_rate_ = gigabytes_per_second(bytes, t.median_ms);
@@ -45,8 +46,8 @@ void Harness::run(const Variant& v) {
     if (!passed) std::cerr << lesson_ << " " << v.name << ": " << comparison.summary() << "\n";
   }
   const Timing t = time_stream_work(v.run, stream(), warmup_, iters_);
-  ResultRow row{v.name, t.median_ms, gigabytes_per_second(v.bytes, t.median_ms), std::nullopt,
-                std::nullopt, check};
+  ResultRow row{v.name,       t.median_ms,  gigabytes_per_second(v.bytes, t.median_ms),
+                std::nullopt, std::nullopt, check};
   measured_.push_back({row, v.bytes, passed});
 }
 
@@ -71,7 +72,7 @@ int Harness::finish() {
   std::cout << "\n";
   table.print(std::cout);
   std::cout << "(" << iters_ << " timed runs after " << warmup_ << " warm-up runs, medians; "
-            << "GB/s counts bytes read + bytes written)\n\n";
+            << "x " << (baseline_.empty() ? "baseline" : baseline_) << " = speed-up over it)\n\n";
 
   if (!options_.csv.empty()) {
     std::ofstream csv(options_.csv);
@@ -84,7 +85,8 @@ int Harness::finish() {
 
   if (const ResultRow* h = table.find(headline_); h != nullptr) {
     std::cout << "HEADLINE: " << h->variant << " " << fixed(h->rate, 0) << " GB/s";
-    if (h->of_reference) std::cout << " = " << fixed(*h->of_reference, 2) << " x " << reference_name_;
+    if (h->of_reference)
+      std::cout << " = " << fixed(*h->of_reference, 2) << " x " << reference_name_;
     std::cout << "\n";
   }
   for (const Target& t : targets_) {

@@ -24,7 +24,8 @@ std::vector<PtxModule> parse_ptx_modules(const std::string& bytes) {
     if (target != std::string::npos) {
       std::size_t name_end = target + 8;
       while (name_end < module.text.size() &&
-             (std::isalnum(static_cast<unsigned char>(module.text[name_end])) || module.text[name_end] == '_')) {
+             (std::isalnum(static_cast<unsigned char>(module.text[name_end])) ||
+              module.text[name_end] == '_')) {
         ++name_end;
       }
       module.target = module.text.substr(target + 8, name_end - target - 8);
@@ -104,8 +105,10 @@ std::vector<Function> sass_functions(const std::string& listing) {
     const std::size_t next = listing.find(marker, name_end);
     Function f;
     f.name = listing.substr(name_begin, name_end - name_begin);
-    while (!f.name.empty() && std::isspace(static_cast<unsigned char>(f.name.back()))) f.name.pop_back();
-    f.body = listing.substr(name_end, (next == std::string::npos ? listing.size() : next) - name_end);
+    while (!f.name.empty() && std::isspace(static_cast<unsigned char>(f.name.back())))
+      f.name.pop_back();
+    f.body =
+        listing.substr(name_end, (next == std::string::npos ? listing.size() : next) - name_end);
     functions.push_back(std::move(f));
     at = next;
   }
@@ -118,9 +121,11 @@ std::string run_command(const std::string& command) {
   std::string output;
   std::array<char, 4096> buffer{};
   std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) output.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0)
+    output.append(buffer.data(), n);
   const int status = pclose(pipe.release());
-  if (status != 0) throw std::runtime_error("command failed (" + std::to_string(status) + "): " + command);
+  if (status != 0)
+    throw std::runtime_error("command failed (" + std::to_string(status) + "): " + command);
   return output;
 }
 

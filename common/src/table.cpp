@@ -33,8 +33,8 @@ const ResultRow* ResultsTable::find(const std::string& variant) const {
 }
 
 void ResultsTable::print(std::ostream& out) const {
-  const std::vector<std::string> header = {"variant", "median ms", unit_, "x " + reference_name_,
-                                           "x " + baseline_name_, "check"};
+  const std::vector<std::string> header = {
+      "variant", "median ms", unit_, "x " + reference_name_, "x " + baseline_name_, "check"};
   std::vector<std::vector<std::string>> cells = {header};
   for (const ResultRow& r : rows_) {
     cells.push_back({r.variant, fixed(r.median_ms, 4), fixed(r.rate, 1),
@@ -54,8 +54,8 @@ void ResultsTable::print(std::ostream& out) const {
   }
 }
 
-void ResultsTable::write_csv(std::ostream& out,
-                             const std::vector<std::pair<std::string, std::string>>& context) const {
+void ResultsTable::write_csv(
+    std::ostream& out, const std::vector<std::pair<std::string, std::string>>& context) const {
   for (const auto& [key, value] : context) out << csv_field(key) << ",";
   out << "variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check\n";
   for (const ResultRow& r : rows_) {

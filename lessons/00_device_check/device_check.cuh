@@ -10,18 +10,18 @@ namespace device_check {
 /// The capabilities later lessons depend on.
 struct Capabilities {
   std::string name;
-  int cc_major = 0;                       ///< compute capability: 8.0 brings cp.async, 9.0 TMA
+  int cc_major = 0;  ///< compute capability: 8.0 brings cp.async, 9.0 TMA
   int cc_minor = 0;
-  int sm_count = 0;                       ///< multiprocessors: a persistent grid's size
-  int async_engine_count = 0;             ///< copy engines: 1 overlaps a copy with kernels, 2 both directions
-  bool concurrent_kernels = false;        ///< kernels of different streams may run at once
-  std::size_t shared_per_block_optin = 0; ///< the most dynamic shared memory a block can opt in to
-  std::size_t shared_per_sm = 0;          ///< shared memory per multiprocessor
-  std::size_t l2_bytes = 0;               ///< L2 cache: bandwidth tests must use more data than this
-  std::size_t global_bytes = 0;           ///< device memory
-  int clock_khz = 0;                      ///< SM clock (cudaDevAttrClockRate; not in cudaDeviceProp since CUDA 13)
-  int memory_clock_khz = 0;               ///< memory clock (cudaDevAttrMemoryClockRate)
-  int memory_bus_bits = 0;                ///< memory bus width
+  int sm_count = 0;            ///< multiprocessors: a persistent grid's size
+  int async_engine_count = 0;  ///< copy engines: 1 overlaps a copy with kernels, 2 both directions
+  bool concurrent_kernels = false;         ///< kernels of different streams may run at once
+  std::size_t shared_per_block_optin = 0;  ///< the most dynamic shared memory a block can opt in to
+  std::size_t shared_per_sm = 0;           ///< shared memory per multiprocessor
+  std::size_t l2_bytes = 0;      ///< L2 cache: bandwidth tests must use more data than this
+  std::size_t global_bytes = 0;  ///< device memory
+  int clock_khz = 0;  ///< SM clock (cudaDevAttrClockRate; not in cudaDeviceProp since CUDA 13)
+  int memory_clock_khz = 0;  ///< memory clock (cudaDevAttrMemoryClockRate)
+  int memory_bus_bits = 0;   ///< memory bus width
   int max_threads_per_sm = 0;
 };
 

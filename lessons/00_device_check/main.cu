@@ -21,7 +21,8 @@ using device_check::Transfer;
 constexpr std::uint64_t kDefaultBytes = 256ull << 20;  // 256 MiB: several times any L2
 constexpr std::uint64_t kQuickBytes = 4ull << 20;
 
-const std::vector<std::string> kVariants = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
+const std::vector<std::string> kVariants = {"H2D pinned", "D2H pinned", "H2D pageable",
+                                            "D2H pageable"};
 
 void print_capabilities(const device_check::Capabilities& caps) {
   const auto mib = [](std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
@@ -31,23 +32,29 @@ void print_capabilities(const device_check::Capabilities& caps) {
             << "  multiprocessors         " << caps.sm_count << "\n"
             << "  copy engines            " << caps.async_engine_count
             << " (copy overlaps kernels: " << (overlap.copy_with_kernel ? "yes" : "no")
-            << "; both directions at once: " << (overlap.copy_both_directions ? "yes" : "no") << ")\n"
+            << "; both directions at once: " << (overlap.copy_both_directions ? "yes" : "no")
+            << ")\n"
             << "  concurrent kernels      " << (overlap.concurrent_kernels ? "yes" : "no") << "\n"
-            << "  shared memory           " << kib(caps.shared_per_block_optin) << " per block (opt-in), "
-            << kib(caps.shared_per_sm) << " per SM\n"
+            << "  shared memory           " << kib(caps.shared_per_block_optin)
+            << " per block (opt-in), " << kib(caps.shared_per_sm) << " per SM\n"
             << "  L2 cache                " << mib(caps.l2_bytes) << "\n"
-            << "  device memory           " << mib(caps.global_bytes) << ", " << caps.memory_bus_bits
-            << "-bit bus at " << caps.memory_clock_khz / 1000 << " MHz: peak "
-            << std::fixed << std::setprecision(0) << device_check::theoretical_memory_gbps(caps)
-            << " GB/s\n"
+            << "  device memory           " << mib(caps.global_bytes) << ", "
+            << caps.memory_bus_bits << "-bit bus at " << caps.memory_clock_khz / 1000
+            << " MHz: peak " << std::fixed << std::setprecision(0)
+            << device_check::theoretical_memory_gbps(caps) << " GB/s\n"
             << "  SM clock                " << caps.clock_khz / 1000 << " MHz\n"
             << "  threads per SM          " << caps.max_threads_per_sm << "\n";
 }
 
 void print_lessons(const course::ComputeCapability cc) {
   std::cout << "\nLessons this GPU can run:\n";
+  std::size_t width = 0;
   for (const course::LessonEntry& lesson : course::lesson_catalog()) {
-    std::cout << "  " << lesson.number << " " << std::left << std::setw(46) << lesson.title
+    width = std::max(width, std::string(lesson.title).size());
+  }
+  for (const course::LessonEntry& lesson : course::lesson_catalog()) {
+    std::cout << "  " << lesson.number << " " << std::left << std::setw(static_cast<int>(width + 2))
+              << lesson.title
               << (course::can_run(lesson, cc) ? "yes" : "no (needs " + lesson.min_cc().str() + ")")
               << (lesson.ready ? "" : "  [planned]") << "\n";
   }
@@ -62,17 +69,20 @@ int main(int argc, char** argv) {
       "Lesson 00: what this GPU can do. Prints the capabilities later lessons depend on,\n"
       "which lessons it can run, and measures a device-to-device copy (the reference) and\n"
       "host<->device transfers from pinned and from pageable memory.");
-  flags.add_common(options, "bytes per copy, a multiple of 4 (default 256M; K/M/G suffixes)", kVariants);
+  flags.add_common(options, "bytes per copy, a multiple of 4 (default 256M; K/M/G suffixes)",
+                   kVariants);
 
   return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
-    const std::uint64_t bytes = options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
+    const std::uint64_t bytes =
+        options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
     if (bytes % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
     const std::size_t n = bytes / 4;
 
     const device_check::Capabilities caps = device_check::query_capabilities(gpu.ordinal);
     print_capabilities(caps);
     print_lessons(gpu.cc);
-    std::cout << "\nlesson 00 device_check: copies of " << bytes << " bytes\n";
+    std::cout << "\nlesson 00 device_check: copies of " << bytes << " bytes; GB/s counts "
+              << "2 x bytes for the device-to-device copy (read + write), 1 x for transfers\n";
 
     course::DeviceBuffer<std::uint32_t> device_a(n), device_b(n);
     course::PinnedBuffer<std::uint32_t> pinned(n);
@@ -80,9 +90,14 @@ int main(int argc, char** argv) {
     std::vector<std::uint32_t> expected(n);
     course::fill_hash_host(expected, /*seed=*/7);
 
-    course::Harness harness("00_device_check", options, gpu);
+    // Fill and wait before timing: the harness times on its own non-blocking stream, which
+    // does not wait for work on the legacy default stream (lesson 13 shows why).
     course::fill_hash(device_a.span(), 7);
-    harness.reference("D2D cudaMemcpy", device_check::bytes_moved(Transfer::device_to_device, bytes),
+    COURSE_CHECK(cudaDeviceSynchronize());
+
+    course::Harness harness("00_device_check", options, gpu);
+    harness.reference("D2D cudaMemcpy",
+                      device_check::bytes_moved(Transfer::device_to_device, bytes),
                       [&](cudaStream_t s) {
                         COURSE_CHECK(cudaMemcpyAsync(device_b.data(), device_a.data(), bytes,
                                                      cudaMemcpyDeviceToDevice, s));

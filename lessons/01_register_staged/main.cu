@@ -19,7 +19,7 @@ using register_staged::Granularity;
 
 constexpr int kThreads = 256;
 constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;          // prime: never a whole batch
+constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
 
 struct VariantSpec {
   const char* name;
@@ -58,12 +58,14 @@ int main(int argc, char** argv) {
                 "blocks per SM for 'fine' and 'coarse' (default 0: as many as fit)");
 
   return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
-    const std::size_t n = options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+    const std::size_t n =
+        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
     std::cout << "lesson 01 register_staged: " << n << " uint32 elements, " << kThreads
-              << " threads per block\n";
+              << " threads per block; GB/s counts bytes read + bytes written\n";
 
     course::DeviceBuffer<std::uint32_t> in(n), out(n);
     course::fill_hash(in.span(), /*seed=*/1);
+    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
     std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
     std::vector<std::uint32_t> expected(n);
     course::workload::reference(host_in, expected);

@@ -5,8 +5,8 @@
 /// register_staged.cu: the starter in lessons/, the complete version in solutions/.
 #pragma once
 
-#include <cuda/std/span>
 #include <cuda_runtime.h>
+#include <cuda/std/span>
 
 #include <cstddef>
 #include <cstdint>

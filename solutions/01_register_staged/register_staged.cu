@@ -58,7 +58,8 @@ __device__ void stage_batch(const std::uint32_t* __restrict__ batch_in, std::uin
 /// full batch lies in the same batch.
 template <Granularity G>
 __device__ void compute_batch(const std::uint32_t* shared, std::uint32_t* __restrict__ batch_out,
-                              std::size_t first, std::size_t count, std::size_t batch, std::size_t n) {
+                              std::size_t first, std::size_t count, std::size_t batch,
+                              std::size_t n) {
   if (G == Granularity::coarse && count == batch) {
     const uint4* shared4 = reinterpret_cast<const uint4*>(shared);
     uint4* out4 = reinterpret_cast<uint4*>(batch_out);
@@ -131,8 +132,8 @@ void require(bool condition, const std::string& message) {
 
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       Granularity granularity, LaunchShape shape, cudaStream_t stream) {
-  require(in.size() == out.size(), "in has " + std::to_string(in.size()) + " elements, out " +
-                                       std::to_string(out.size()));
+  require(in.size() == out.size(),
+          "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
   require(shape.threads_per_block >= 32 && shape.threads_per_block <= 1024 &&
               shape.threads_per_block % 32 == 0,
           "threads_per_block must be a multiple of 32 in [32, 1024], got " +

@@ -40,14 +40,17 @@ TEST(Catalog, AmpereRunsEverythingButTheHopperLessons) {
 }
 
 TEST(Catalog, HopperAndNewerRunEverything) {
-  for (ComputeCapability cc : {ComputeCapability{9, 0}, ComputeCapability{10, 0}, ComputeCapability{12, 0}}) {
-    for (const auto& l : lesson_catalog()) EXPECT_TRUE(can_run(l, cc)) << l.number << " on " << cc.str();
+  for (ComputeCapability cc :
+       {ComputeCapability{9, 0}, ComputeCapability{10, 0}, ComputeCapability{12, 0}}) {
+    for (const auto& l : lesson_catalog())
+      EXPECT_TRUE(can_run(l, cc)) << l.number << " on " << cc.str();
   }
 }
 
 TEST(Catalog, OlderThanAmpereRunsNothing) {
   // The course builds sm_80 and sm_90 code only: a Turing GPU (7.5) can load none of it.
-  for (const auto& l : lesson_catalog()) EXPECT_FALSE(can_run(l, ComputeCapability{7, 5})) << l.number;
+  for (const auto& l : lesson_catalog())
+    EXPECT_FALSE(can_run(l, ComputeCapability{7, 5})) << l.number;
   EXPECT_TRUE(can_run(lesson("01"), ComputeCapability{8, 6}));
   EXPECT_FALSE(can_run(lesson("10"), ComputeCapability{8, 9}));
 }

@@ -63,7 +63,8 @@ TEST(Data, NaNNeverPasses) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> expected = {1.0f, nan, 3.0f};
-  EXPECT_FALSE((compare_close<float>(expected, expected, 1e-3, 1e-3).ok()));  // NaN == NaN is no pass
+  EXPECT_FALSE(
+      (compare_close<float>(expected, expected, 1e-3, 1e-3).ok()));  // NaN == NaN is no pass
   std::vector<float> good = {1.0f, 2.0f, 3.0f};
   std::vector<float> bad = {1.0f, nan, 3.0f};
   const auto c = compare_close<float>(good, bad, 1.0, 1.0);  // huge tolerance, still a NaN
@@ -86,8 +87,8 @@ TEST(Workload, PartnerIsTheMirrorInAGroupOf32) {
   EXPECT_EQ(partner_index(31, 64), 0u);
   EXPECT_EQ(partner_index(33, 64), 62u);
   // In a last, partial group the mirror may lie past the end: then it is the element itself.
-  EXPECT_EQ(partner_index(32, 40), 32u);   // mirror 63 >= 40
-  EXPECT_EQ(partner_index(39, 40), 39u);   // mirror 56 >= 40
+  EXPECT_EQ(partner_index(32, 40), 32u);  // mirror 63 >= 40
+  EXPECT_EQ(partner_index(39, 40), 39u);  // mirror 56 >= 40
   EXPECT_EQ(partner_index(0, 1), 0u);
   for (std::size_t n : {1u, 31u, 33u, 100u}) {
     for (std::size_t i = 0; i < n; ++i) {

@@ -16,12 +16,17 @@ std::string fake_object() {
       ".visible .entry _Z6copierPj(\n.param .u64 p\n)\n{\n\t.reg .b32 %r<4>;\n"
       "\tcp.async.ca.shared.global [%r1], [%rd1], 4, 4;\n\t{ // inner scope\n\t}\n"
       "\tcp.async.wait_group 0;\n\tret;\n}\n"
-      ".visible .entry _Z5plainPj(\n)\n{\n\tld.global.u32 %r1, [%rd1]; // not cp.async here\n\tret;\n}\n";
+      ".visible .entry _Z5plainPj(\n)\n{\n\tld.global.u32 %r1, [%rd1]; // not cp.async "
+      "here\n\tret;\n}\n";
   const std::string sm90 =
       "//\n.version 9.0\n.target sm_90\n.visible .entry _Z6copierPj(\n)\n{\n"
-      "\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];\n}\n";
-  return std::string("\x7f" "ELF\x01\x02", 6) + sm80 + std::string(1, '\0') + "\x13\x37" + sm90 +
-         std::string(1, '\0') + "tail";
+      "\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, "
+      "[%r2];\n}\n";
+  return std::string(
+             "\x7f"
+             "ELF\x01\x02",
+             6) +
+         sm80 + std::string(1, '\0') + "\x13\x37" + sm90 + std::string(1, '\0') + "tail";
 }
 
 TEST(Inspect, FindsOneModulePerTarget) {
@@ -40,7 +45,7 @@ TEST(Inspect, SplitsKernelsWithNestedBraces) {
   EXPECT_EQ(kernels[0].name, "_Z6copierPj");
   EXPECT_NE(kernels[0].body.find("cp.async.wait_group"), std::string::npos);  // past the inner }
   EXPECT_EQ(kernel(modules[0], "plain").name, "_Z5plainPj");
-  EXPECT_THROW(kernel(modules[0], "_Z"), std::runtime_error);     // ambiguous
+  EXPECT_THROW(kernel(modules[0], "_Z"), std::runtime_error);      // ambiguous
   EXPECT_THROW(kernel(modules[0], "absent"), std::runtime_error);  // missing
 }
 

@@ -46,9 +46,12 @@ TEST(Table, CsvHasContextColumnsAndQuotesCommas) {
   std::getline(lines, first);
   std::getline(lines, second);
   std::getline(lines, third);
-  EXPECT_EQ(header,
-            "lesson,gpu,variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check");
-  EXPECT_EQ(first.rfind("01_register_staged,NVIDIA H200,D2D cudaMemcpy,0.500000,4000.000,GB/s,1.0000,", 0), 0u)
+  EXPECT_EQ(
+      header,
+      "lesson,gpu,variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check");
+  EXPECT_EQ(first.rfind(
+                "01_register_staged,NVIDIA H200,D2D cudaMemcpy,0.500000,4000.000,GB/s,1.0000,", 0),
+            0u)
       << first;
   EXPECT_NE(third.find("\"coarse, tuned\""), std::string::npos) << third;
   EXPECT_EQ(third.substr(third.size() - 4), "FAIL");

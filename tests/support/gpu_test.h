@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "course/device.h"
 
@@ -16,6 +17,23 @@ namespace course::testing {
 const char* kernels_object_path();
 /// cuobjdump's path when CMake found one, else "".
 const char* cuobjdump_path();
+/// CMAKE_CUDA_ARCHITECTURES of the build, e.g. "80;90".
+const char* cuda_architectures();
+
+/// The PTX targets the build compiled, e.g. {"sm_80", "sm_90"} (from cuda_architectures()).
+inline std::vector<std::string> ptx_targets() {
+  std::vector<std::string> targets;
+  const std::string list = cuda_architectures();
+  for (std::size_t begin = 0; begin < list.size();) {
+    std::size_t end = list.find(';', begin);
+    if (end == std::string::npos) end = list.size();
+    const std::string arch = list.substr(begin, end - begin);
+    // "90", "90-real", "90a": the PTX .target is sm_ + the number and any letter suffix.
+    targets.push_back("sm_" + arch.substr(0, arch.find('-')));
+    begin = end + 1;
+  }
+  return targets;
+}
 
 /// Why GPU tests cannot run here (no device, or one older than `required`), or nothing.
 std::optional<std::string> gpu_unavailable(ComputeCapability required = {8, 0});

@@ -2,8 +2,8 @@
 /// \brief Owning device and pinned host buffers (RAII), viewed as cuda::std::span.
 #pragma once
 
-#include <cuda/std/span>
 #include <cuda_runtime_api.h>
+#include <cuda/std/span>
 
 #include <cstddef>
 #include <utility>

@@ -6,8 +6,8 @@
 /// Outputs are poisoned before each run, so an element nobody wrote is caught.
 #pragma once
 
-#include <cuda/std/span>
 #include <cuda_runtime.h>  // __host__ __device__, also when a host compiler includes this
+#include <cuda/std/span>
 
 #include <cmath>
 #include <cstddef>
@@ -48,11 +48,12 @@ struct Mismatch {
 
 /// The outcome of comparing every element of two arrays.
 struct Comparison {
-  std::size_t checked = 0;           ///< elements compared (all of them)
-  std::size_t mismatches = 0;        ///< how many differ
-  std::vector<Mismatch> first;       ///< the first few, for the report
+  std::size_t checked = 0;      ///< elements compared (all of them)
+  std::size_t mismatches = 0;   ///< how many differ
+  std::vector<Mismatch> first;  ///< the first few, for the report
   bool ok() const { return checked > 0 && mismatches == 0; }
-  /// "all 1000003 elements match" or "17 of 1000003 elements differ; first: [5] expected 3 got 9, ..."
+  /// "all 1000003 elements match" or "17 of 1000003 elements differ; first: [5] expected 3 got 9,
+  /// ..."
   std::string summary() const;
 };
 

@@ -20,14 +20,14 @@ class UsageError : public std::runtime_error {
 
 /// The flags every lesson executable takes (COURSE_DESIGN.md section 8).
 struct CommonOptions {
-  int device = 0;              ///< --device N
-  std::uint64_t size = 0;      ///< --size N (0: the lesson's default); unit given by the lesson
-  int iters = 20;              ///< --iters N timed repetitions (the median is reported)
-  int warmup = 3;              ///< --warmup N untimed repetitions first
-  bool quick = false;          ///< --quick: small sizes, for tests and sanitizers
-  std::string variant;         ///< --variant NAME: run only this variant (and the reference)
-  std::string csv;             ///< --csv FILE: also write the table as CSV
-  bool help = false;           ///< --help was given
+  int device = 0;          ///< --device N
+  std::uint64_t size = 0;  ///< --size N (0: the lesson's default); unit given by the lesson
+  int iters = 20;          ///< --iters N timed repetitions (the median is reported)
+  int warmup = 3;          ///< --warmup N untimed repetitions first
+  bool quick = false;      ///< --quick: small sizes, for tests and sanitizers
+  std::string variant;     ///< --variant NAME: run only this variant (and the reference)
+  std::string csv;         ///< --csv FILE: also write the table as CSV
+  bool help = false;       ///< --help was given
 };
 
 /// A small flag parser: `--name value`, `--name=value` and boolean `--name`.

@@ -21,10 +21,10 @@ namespace course {
 /// One way of doing the lesson's work.
 struct Variant {
   std::string name;
-  double bytes = 0;                                ///< bytes one run moves (for GB/s)
-  std::function<void(cudaStream_t)> run;           ///< enqueue one run on the stream
-  std::function<void(cudaStream_t)> prepare;       ///< before the checked run: poison outputs
-  std::function<Comparison()> check;               ///< after the checked run: compare every element
+  double bytes = 0;                           ///< bytes one run moves (for GB/s)
+  std::function<void(cudaStream_t)> run;      ///< enqueue one run on the stream
+  std::function<void(cudaStream_t)> prepare;  ///< before the checked run: poison outputs
+  std::function<Comparison()> check;          ///< after the checked run: compare every element
 };
 
 /// A performance target from an issue: `variant` must reach `min_of_reference` x the reference.
@@ -89,6 +89,8 @@ int run_driver(const FlagParser& flags, int argc, const char* const* argv,
                const std::function<int(const DeviceSummary& device)>& body);
 
 /// Converts a byte count and a time to GB/s (10^9 bytes per second).
-inline double gigabytes_per_second(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0; }
+inline double gigabytes_per_second(double bytes, double ms) {
+  return ms > 0 ? bytes / (ms * 1e6) : 0;
+}
 
 }  // namespace course

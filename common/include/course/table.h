@@ -12,11 +12,11 @@ namespace course {
 /// One measured variant.
 struct ResultRow {
   std::string variant;
-  double median_ms = 0;                  ///< median time of one run
-  double rate = 0;                       ///< GB/s (or the table's unit)
-  std::optional<double> of_reference;    ///< rate / reference rate; empty for none
-  std::optional<double> vs_baseline;     ///< baseline time / this time; empty for none
-  std::string check;                     ///< "PASS", "FAIL", "ref" or "-"
+  double median_ms = 0;                ///< median time of one run
+  double rate = 0;                     ///< GB/s (or the table's unit)
+  std::optional<double> of_reference;  ///< rate / reference rate; empty for none
+  std::optional<double> vs_baseline;   ///< baseline time / this time; empty for none
+  std::string check;                   ///< "PASS", "FAIL", "ref" or "-"
 };
 
 /// A results table: a header naming the reference and baseline, then one row per variant.
@@ -30,7 +30,8 @@ class ResultsTable {
   /// Aligned text table.
   void print(std::ostream& out) const;
   /// CSV with a header line; `context` columns (lesson, gpu, ...) are prepended to each row.
-  void write_csv(std::ostream& out, const std::vector<std::pair<std::string, std::string>>& context) const;
+  void write_csv(std::ostream& out,
+                 const std::vector<std::pair<std::string, std::string>>& context) const;
 
  private:
   std::string reference_name_;

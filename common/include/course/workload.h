@@ -13,8 +13,8 @@
 /// every variant of every lesson is checked against the same reference.
 #pragma once
 
-#include <cuda/std/span>
 #include <cuda_runtime.h>
+#include <cuda/std/span>
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +41,8 @@ __host__ __device__ constexpr std::uint32_t combine(std::uint32_t self, std::uin
 void reference(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out);
 
 /// Bytes a kernel must move for `n` elements: each input read once, each output written once.
-constexpr double bytes_moved(std::size_t n) { return 2.0 * static_cast<double>(n) * sizeof(std::uint32_t); }
+constexpr double bytes_moved(std::size_t n) {
+  return 2.0 * static_cast<double>(n) * sizeof(std::uint32_t);
+}
 
 }  // namespace course::workload

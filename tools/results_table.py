@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Measured results: import a GPU pass into docs/results/ and regenerate the tables.
+
+    tools/results_table.py --import PASS_DIR   copy a GPU pass's outputs into docs/results/<gpu>/
+    tools/results_table.py                     regenerate README.md's results table and
+                                               docs/results/<gpu>/results.md from docs/results/
+    tools/results_table.py --check             exit 1 if either is out of date (CI)
+
+A GPU pass (tools/gpu_pass.sh) leaves, per lesson, NN_slug.txt (the executable's whole
+output) and NN_slug.csv, plus summary.txt. Nothing here is typed by hand: the README's
+table is made from those files, so it can only show what was measured.
+"""
+import argparse
+import difflib
+import pathlib
+import re
+import shutil
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+OUTPUT = re.compile(r"^\d\d_[a-z0-9_]+\.txt$")
+
+
+def gpu_name(text):
+    match = re.search(r"^GPU \d+: (.+?) \(compute capability", text, re.M)
+    return match.group(1) if match else None
+
+
+def slug(name):
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def lines_starting(text, prefix):
+    return [line[len(prefix):].strip() for line in text.splitlines() if line.startswith(prefix)]
+
+
+def import_pass(pass_dir):
+    pass_dir = pathlib.Path(pass_dir)
+    outputs = sorted(p for p in pass_dir.iterdir() if OUTPUT.match(p.name))
+    if not outputs:
+        sys.exit(f"no lesson outputs (NN_slug.txt) in {pass_dir}")
+    name = gpu_name(outputs[0].read_text())
+    if name is None:
+        sys.exit(f"{outputs[0]} does not name its GPU")
+    target = RESULTS / slug(name)
+    target.mkdir(parents=True, exist_ok=True)
+    for output in outputs:
+        shutil.copy(output, target / output.name)
+        csv = output.with_suffix(".csv")
+        if csv.exists():
+            shutil.copy(csv, target / csv.name)
+    if (pass_dir / "summary.txt").exists():
+        shutil.copy(pass_dir / "summary.txt", target / "summary.txt")
+    print(f"imported {len(outputs)} lesson outputs into {target.relative_to(ROOT)}")
+
+
+def gpu_dirs():
+    return sorted(d for d in RESULTS.iterdir() if d.is_dir()) if RESULTS.exists() else []
+
+
+def readme_table():
+    rows = ["| Lesson | GPU | Headline (median of the run) | Target | Verdict |", "|---|---|---|---|---|"]
+    for d in gpu_dirs():
+        for output in sorted(d.glob("[0-9][0-9]_*.txt")):
+            text = output.read_text()
+            headline = "; ".join(lines_starting(text, "HEADLINE:")) or "-"
+            target = "; ".join(lines_starting(text, "TARGET:")) or "-"
+            verdict = "; ".join(lines_starting(text, "RESULT:")) or "-"
+            rows.append(f"| {output.stem} | {gpu_name(text)} | {headline} | {target} | {verdict} |")
+    rows.append("")
+    rows.append("Made by `tools/results_table.py` from `docs/results/*/NN_slug.txt`, the outputs of "
+                "`tools/gpu_pass.sh`; the full tables are in `docs/results/`.")
+    return "\n".join(rows)
+
+
+def results_page(d):
+    outputs = sorted(d.glob("[0-9][0-9]_*.txt"))
+    name = gpu_name(outputs[0].read_text()) if outputs else d.name
+    page = [f"# Results on {name} {{#results_{d.name.replace('-', '_')}}}", "",
+            "Measured by `tools/gpu_pass.sh` (every solution executable at its default size); "
+            "imported with `tools/results_table.py --import`. Each block is the executable's "
+            "own output, unedited.", ""]
+    summary = d / "summary.txt"
+    if summary.exists():
+        page += ["## GPU pass summary", "", "```", summary.read_text().rstrip(), "```", ""]
+    for output in outputs:
+        page += [f"## {output.stem}", "", "```", output.read_text().rstrip(), "```", ""]
+    return "\n".join(page)
+
+
+def expected_files():
+    """Every generated file and the text it must hold."""
+    files = {}
+    readme = (ROOT / "README.md").read_text()
+    if BEGIN in readme and END in readme:
+        head, rest = readme.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        files[ROOT / "README.md"] = f"{head}{BEGIN}\n{readme_table()}\n{END}{tail}"
+    for d in gpu_dirs():
+        files[d / "results.md"] = results_page(d)
+    return files
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--import", dest="import_dir", metavar="PASS_DIR")
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    if args.import_dir:
+        import_pass(args.import_dir)
+    stale = 0
+    for path, text in expected_files().items():
+        current = path.read_text() if path.exists() else ""
+        if current == text:
+            continue
+        stale += 1
+        if args.check:
+            diff = difflib.unified_diff(current.splitlines(), text.splitlines(),
+                                        str(path.relative_to(ROOT)), "generated", lineterm="")
+            print("\n".join(list(diff)[:40]))
+        else:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    if args.check and stale:
+        print(f"{stale} results file(s) out of date: run tools/results_table.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

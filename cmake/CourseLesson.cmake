@@ -1,4 +1,4 @@
-# course_add_lesson(<number> <slug>)
+# course_add_lesson(<number> <slug> [USES <NN_slug>...])
 #
 # Turns lessons/<number>_<slug>/ into everything a lesson needs:
 #
@@ -6,6 +6,10 @@
 #   <number>_<slug>_solution        the driver linked with solutions/<number>_<slug>/<slug>.cu
 #   <number>_<slug>_test            tests/<number>_<slug>_test.cu against the starter
 #   <number>_<slug>_solution_test   the same test source against the solution
+#
+# USES names earlier lessons whose solution kernels this lesson compares against (lesson
+# 02's table includes lesson 01's kernel): their API headers become visible and their
+# already-compiled solution objects are linked in, never recompiled.
 #
 # Every source file is compiled once: the driver and the test source are object
 # libraries shared by the two executables that use them. ctest entries get the labels
@@ -50,6 +54,7 @@ function(course_discover_tests exe prefix labels)
 endfunction()
 
 function(course_add_lesson number slug)
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "USES")
   set(name "${number}_${slug}")
   set(lesson_dir "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
@@ -73,6 +78,17 @@ function(course_add_lesson number slug)
   target_compile_options(${name}_starter_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--no-compress>)
   target_compile_options(${name}_solution_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--no-compress>)
   target_link_libraries(${name}_tests PUBLIC course_test_support)
+  set(used_kernels "")
+  foreach(used IN LISTS ARG_USES)
+    if(NOT TARGET ${used}_solution_kernels)
+      message(FATAL_ERROR "course_add_lesson(${number} ${slug}): USES ${used}, which is not a lesson "
+                          "added before this one")
+    endif()
+    foreach(target ${name}_driver ${name}_starter_kernels ${name}_solution_kernels ${name}_tests)
+      target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${used}")
+    endforeach()
+    list(APPEND used_kernels ${used}_solution_kernels)
+  endforeach()
 
   foreach(kind starter solution)
     if(kind STREQUAL "starter")
@@ -85,7 +101,8 @@ function(course_add_lesson number slug)
       set(label "solution")
     endif()
     add_executable(${exe})
-    target_link_libraries(${exe} PRIVATE ${name}_driver ${name}_${kind}_kernels)
+    # Objects do not propagate through object libraries: link every one directly.
+    target_link_libraries(${exe} PRIVATE ${name}_driver ${name}_${kind}_kernels ${used_kernels})
 
     # The tests need to know which object holds the kernels they check (PTX/SASS
     # checks); a one-line generated source per test executable tells them.
@@ -103,8 +120,16 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
 }
 ")
     add_executable(${test_exe} "${paths_source}")
-    target_link_libraries(${test_exe} PRIVATE ${name}_tests ${name}_${kind}_kernels GTest::gtest_main)
+    target_link_libraries(${test_exe} PRIVATE ${name}_tests ${name}_${kind}_kernels ${used_kernels}
+                                              GTest::gtest_main)
     course_discover_tests(${test_exe} "L${number}.${label}." "L${number};${label}")
+
+    # Bad flags: usage on stderr and exit 2, before any CUDA call (any machine).
+    add_test(NAME L${number}.cli.${exe}.usage_errors
+      COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tests/tools/check_usage_errors.py"
+              $<TARGET_FILE:${exe}>)
+    set_tests_properties(L${number}.cli.${exe}.usage_errors PROPERTIES
+      LABELS "L${number};cli;cpu" TIMEOUT 60)
   endforeach()
 
   # integrity (GPU only): the starter's tests must fail, the solution's must pass.

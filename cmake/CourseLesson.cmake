@@ -19,7 +19,7 @@
 # added too.
 set(COURSE_CPU_TEST_TIMEOUT 60 CACHE STRING "Timeout (s) of one CPU test")
 set(COURSE_GPU_TEST_TIMEOUT 120 CACHE STRING "Timeout (s) of one GPU test")
-set(COURSE_SANITIZE_TIMEOUT 900 CACHE STRING "Timeout (s) of one compute-sanitizer run")
+set(COURSE_SANITIZE_TIMEOUT 300 CACHE STRING "Timeout (s) of one compute-sanitizer run")
 
 function(_course_lesson_target target lesson_dir)
   target_include_directories(${target} PUBLIC "${lesson_dir}")
@@ -155,7 +155,7 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
       endif()
       add_test(NAME L${number}.sanitize.${tool}
         COMMAND "${COURSE_COMPUTE_SANITIZER}" --tool ${tool} ${extra} --error-exitcode 99
-                $<TARGET_FILE:${name}_solution> --quick)
+                $<TARGET_FILE:${name}_solution> --quick --warmup 0 --iters 1)
       set_tests_properties(L${number}.sanitize.${tool} PROPERTIES
         LABELS "L${number};sanitize;gpu" TIMEOUT ${COURSE_SANITIZE_TIMEOUT} SKIP_RETURN_CODE 77)
     endforeach()

@@ -19,36 +19,45 @@ status=0
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
-step() {  # step NAME LOG COMMAND... : run, log, remember the verdict
-  local name=$1 log=$2
-  shift 2
+step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remember the verdict
+  local name=$1 log=$2 limit=$3
+  shift 3
   local start=$SECONDS
-  "$@" >"$out/$log" 2>&1
+  timeout --kill-after=10 "$limit" "$@" >"$out/$log" 2>&1
   local rc=$?
   [ $rc -eq 0 ] || status=1
   note "$(printf '%-28s rc=%-3s %4ss  %s' "$name" "$rc" $((SECONDS - start)) "$(tail -n 40 "$out/$log" | grep -E 'tests passed|tests failed out of' | tail -n 1)")"
 }
 
 "$build/bin/course_gpu_probe" >/dev/null 2>&1 || true  # may not exist yet
-step configure configure.log cmake --preset "$preset"
-step build build.log cmake --build --preset "$preset" -j "$(nproc)"
+# COURSE_CONFIGURE_ARGS: extra cmake arguments, e.g. -DCOURSE_LESSON_FILTER='^(00|01)_'
+# shellcheck disable=SC2086
+step configure configure.log 60 cmake --preset "$preset" ${COURSE_CONFIGURE_ARGS:-}
+step build build.log 300 cmake --build --preset "$preset" -j "$(nproc)"
 probe=$("$build/bin/course_gpu_probe" 2>&1)
 note "device: $probe"
 
-ctest_junit() { local label=$1; shift; ctest --test-dir "$build" --output-on-failure --timeout 900 \
-  --output-junit "$out/junit-$label.xml" "$@"; }
-step "tests (default set)" tests.log ctest --preset "$preset" -j 8 --output-junit "$out/junit-tests.xml"
-step "integrity" integrity.log ctest_junit integrity -L '^integrity$' -j 4
-step "sanitize" sanitize.log ctest_junit sanitize -L '^sanitize$' -j 4
+step "tests (default set)" tests.log 300 ctest --preset "$preset" -j 12 --output-junit "$out/junit-tests.xml"
+step "integrity" integrity.log 200 ctest --test-dir "$build" --output-on-failure \
+  --output-junit "$out/junit-integrity.xml" -L '^integrity$' -j 8
 
 for exe in "$build"/bin/[0-9][0-9]_*_solution; do
   name=$(basename "$exe" _solution)
-  "$exe" --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
+  timeout --kill-after=10 "${COURSE_EXE_LIMIT:-120}" "$exe" --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1
   note "$(printf '%-28s rc=%-3s %s | %s' "$name" "$rc" "$(grep -E '^RESULT:' "$out/$name.txt")" \
     "$(grep -E '^(HEADLINE|TARGET):' "$out/$name.txt" | tr '\n' ' ')")"
 done
+
+# Sanitizers last: the slowest step, and the one a time limit may cut short.
+step "sanitize" sanitize.log "${COURSE_SANITIZE_LIMIT:-600}" ctest --test-dir "$build" \
+  --output-on-failure --output-junit "$out/junit-sanitize.xml" -L '^sanitize$' -j 16
+
+# The tour (COURSE_PASS_TOUR=1): the student-facing command that runs every solution.
+if [ "${COURSE_PASS_TOUR:-0}" = 1 ]; then
+  step "tour (--quick)" tour.log 300 ./course tour --preset "$preset" -- --quick
+fi
 
 {
   echo "GPU pass on $(date -u '+%Y-%m-%d %H:%M UTC'), preset $preset, commit ${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"

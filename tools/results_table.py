@@ -48,9 +48,10 @@ def import_pass(pass_dir):
     target.mkdir(parents=True, exist_ok=True)
     for output in outputs:
         shutil.copy(output, target / output.name)
-        csv = output.with_suffix(".csv")
-        if csv.exists():
-            shutil.copy(csv, target / csv.name)
+    # Every lesson CSV (tables, sweeps, timelines) and picture the pass made.
+    for extra in sorted(pass_dir.iterdir()):
+        if re.match(r"^\d\d_[a-z0-9_]+\.(csv|svg|png)$", extra.name):
+            shutil.copy(extra, target / extra.name)
     if (pass_dir / "summary.txt").exists():
         shutil.copy(pass_dir / "summary.txt", target / "summary.txt")
     print(f"imported {len(outputs)} lesson outputs into {target.relative_to(ROOT)}")
@@ -87,6 +88,9 @@ def results_page(d):
         page += ["## GPU pass summary", "", "```", summary.read_text().rstrip(), "```", ""]
     for output in outputs:
         page += [f"## {output.stem}", "", "```", output.read_text().rstrip(), "```", ""]
+        number = output.stem[:2]  # every picture of this lesson: 14_overlap_timeline.svg too
+        for picture in sorted(d.glob(f"{number}_*.svg")) + sorted(d.glob(f"{number}_*.png")):
+            page += [f"![{picture.stem}]({picture.name})", ""]
     return "\n".join(page)
 
 

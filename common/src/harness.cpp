@@ -97,8 +97,22 @@ int Harness::finish() {
               << reference_name_ << ": " << (met ? "met" : "MISSED") << " ("
               << fixed(*row->of_reference, 3) << ")\n";
   }
+  for (const RatioTarget& t : ratio_targets_) {
+    const std::string line = ratio_target_line(table, t);
+    if (!line.empty()) std::cout << line << "\n";
+  }
   std::cout << "RESULT: " << (all_passed ? "PASS" : "FAIL") << "\n";
   return all_passed ? 0 : 1;
+}
+
+std::string ratio_target_line(const ResultsTable& table, const RatioTarget& target) {
+  const ResultRow* row = table.find(target.variant);
+  const ResultRow* of = table.find(target.of_variant);
+  if (row == nullptr || of == nullptr || !(of->rate > 0)) return {};
+  const double ratio = row->rate / of->rate;
+  return "TARGET: " + target.variant + " >= " + fixed(target.min_ratio, 2) + " x " +
+         target.of_variant + ": " + (ratio >= target.min_ratio ? "met" : "MISSED") + " (" +
+         fixed(ratio, 3) + ")";
 }
 
 int run_driver(const FlagParser& flags, int argc, const char* const* argv,

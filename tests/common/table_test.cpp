@@ -64,6 +64,24 @@ TEST(Table, FindByVariantName) {
   EXPECT_EQ(table.find("medium"), nullptr);
 }
 
+TEST(Table, RatioTargetLineComparesTwoRowsOfTheTable) {
+  const auto table = sample();  // fine 2000 GB/s, "coarse, tuned" 3636.4 GB/s
+  EXPECT_EQ(course::ratio_target_line(table, {"coarse, tuned", "fine", 1.5}),
+            "TARGET: coarse, tuned >= 1.50 x fine: met (1.818)");
+  EXPECT_EQ(course::ratio_target_line(table, {"coarse, tuned", "fine", 2.0}),
+            "TARGET: coarse, tuned >= 2.00 x fine: MISSED (1.818)");
+  // Exactly at the target counts as met.
+  EXPECT_EQ(course::ratio_target_line(table, {"fine", "fine", 1.0}),
+            "TARGET: fine >= 1.00 x fine: met (1.000)");
+  // A variant that did not run (--variant) gives no line at all.
+  EXPECT_EQ(course::ratio_target_line(table, {"medium", "fine", 1.0}), "");
+  EXPECT_EQ(course::ratio_target_line(table, {"fine", "medium", 1.0}), "");
+  course::ResultsTable zero("ref", "base");
+  zero.add({"a", 1.0, 10.0, std::nullopt, std::nullopt, "PASS"});
+  zero.add({"b", 0.0, 0.0, std::nullopt, std::nullopt, "PASS"});
+  EXPECT_EQ(course::ratio_target_line(zero, {"a", "b", 1.0}), "");
+}
+
 TEST(Table, GigabytesPerSecond) {
   EXPECT_DOUBLE_EQ(course::gigabytes_per_second(2e9, 1000.0), 2.0);
   EXPECT_DOUBLE_EQ(course::gigabytes_per_second(1e6, 0.001), 1000.0);

@@ -272,7 +272,10 @@ class CatalogTest(unittest.TestCase):
 
     def test_real_catalog(self):
         self.assertEqual([lesson.number for lesson in self.lessons], [f"{n:02d}" for n in range(16)])
-        self.assertEqual([lesson.number for lesson in self.lessons if lesson.ready], ["00", "01"])
+        # A lesson is ready exactly when its folder is built by CMake.
+        built = sorted(p.parent.name[:2] for p in (REPO / "lessons").glob("[0-9][0-9]_*/CMakeLists.txt"))
+        self.assertEqual([lesson.number for lesson in self.lessons if lesson.ready], built)
+        self.assertIn("00", built)
         self.assertEqual(self.lessons[1].name, "01_register_staged")
         self.assertEqual({l.number for l in self.lessons if l.min_cc == "9.0"}, {"10", "11"})
         for lesson in self.lessons:
@@ -289,8 +292,11 @@ class CatalogTest(unittest.TestCase):
                 catalog.find_lesson(self.lessons, text)
 
     def test_planned_lesson_is_an_error_for_ready_lookups(self):
+        planned = [lesson for lesson in self.lessons if not lesson.ready]
+        if not planned:
+            self.skipTest("every lesson is ready")
         with self.assertRaises(CourseError) as caught:
-            catalog.find_ready_lesson(self.lessons, "2")
+            catalog.find_ready_lesson(self.lessons, planned[-1].number)
         self.assertIn("not built yet", str(caught.exception))
 
     def test_next_lesson(self):

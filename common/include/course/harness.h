@@ -33,6 +33,19 @@ struct Target {
   double min_of_reference = 0;
 };
 
+/// A target between two variants of the same run: `variant` must reach `min_ratio` x the rate
+/// of `of_variant` (e.g. a new kernel against an earlier lesson's at the same occupancy).
+struct RatioTarget {
+  std::string variant;
+  std::string of_variant;
+  double min_ratio = 0;
+};
+
+/// The `TARGET:` line of a ratio target, read from a finished table:
+/// "TARGET: a >= 1.30 x b: met (1.412)". Empty when either variant is not in the table
+/// (not run, --variant) or `of_variant`'s rate is not positive.
+std::string ratio_target_line(const ResultsTable& table, const RatioTarget& target);
+
 /// Runs the reference and the variants, then prints the table, the headline and the verdict.
 class Harness {
  public:
@@ -48,6 +61,8 @@ class Harness {
   /// The variant the tour quotes.
   void headline(const std::string& name) { headline_ = name; }
   void target(Target t) { targets_.push_back(std::move(t)); }
+  /// A target relative to another variant; printed with the other TARGET lines.
+  void ratio_target(RatioTarget t) { ratio_targets_.push_back(std::move(t)); }
 
   /// Checks `v` (poison, one run, compare every element), then times it. Skipped when
   /// --variant names another variant.
@@ -73,6 +88,7 @@ class Harness {
   std::string baseline_;
   std::string headline_;
   std::vector<Target> targets_;
+  std::vector<RatioTarget> ratio_targets_;
   struct Measured {
     ResultRow row;
     double bytes;

@@ -1,0 +1,73 @@
+/// \file cg_memcpy_async.cuh
+/// \brief Lesson 02: the copy-and-compute workload with cooperative_groups::memcpy_async.
+///
+/// The API the driver (main.cu) and the tests call. The kernels live in
+/// cg_memcpy_async.cu: the starter in lessons/, the complete version in solutions/.
+///
+/// The batches, granularities and launch shapes are lesson 01's (register_staged.cuh), so
+/// that every row of this lesson's table can be compared with lesson 01's kernel at the
+/// same granularity: only *how* a batch reaches shared memory changes.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cuda/std/span>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "register_staged.cuh"
+
+namespace cg_memcpy_async {
+
+/// fine: one uint32_t per thread per batch (256 threads: 1 KB batches), copied with
+/// 4-byte cp.async; coarse: 64 bytes per thread per batch (256 threads: 16 KB batches),
+/// copied with 16-byte cp.async. The same batch sizes as lesson 01.
+using register_staged::Granularity;
+/// Grid and block size of a launch (lesson 01's type).
+using register_staged::LaunchShape;
+/// Elements one block copies per batch: threads (fine) or threads x 16 (coarse).
+using register_staged::batch_elements;
+
+/// How many batches a block has in shared memory at once.
+enum class Buffering {
+  /// One buffer. Per batch: memcpy_async, cooperative_groups::wait, compute, block sync.
+  /// The copy is asynchronous but nothing overlaps it: the block waits for it at once.
+  single,
+  /// Two buffers. The copy of the block's next batch is started before the current batch
+  /// is computed, and cooperative_groups::wait_prior<1> waits for the current one only,
+  /// so one block's copy overlaps its own compute.
+  double_buffered,
+};
+
+/// Shared buffers a block uses: 1 or 2.
+__host__ __device__ constexpr int buffer_count(Buffering buffering) {
+  return buffering == Buffering::single ? 1 : 2;
+}
+
+/// Dynamic shared memory of one block: buffer_count() batches of uint32_t.
+__host__ __device__ constexpr std::size_t shared_bytes(Granularity granularity, Buffering buffering,
+                                                       int threads_per_block) {
+  return static_cast<std::size_t>(buffer_count(buffering)) *
+         batch_elements(granularity, threads_per_block) * sizeof(std::uint32_t);
+}
+
+/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// out[i] = combine(in[i], in[partner_index(i, n)]) for every i. Each block stages its
+/// batches into shared memory with one cooperative_groups::memcpy_async per batch (a
+/// single cp.async group per thread): 4-byte copies at fine granularity, 16-byte copies
+/// (cuda::aligned_size_t<16>) for the full batches of coarse granularity. The last batch
+/// of the input may be partial; it is copied with 4-byte copies.
+///
+/// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
+/// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of
+/// 32; blocks >= 1; at coarse granularity both pointers are 16-byte aligned (the
+/// aligned_size_t<16> promise). An empty input launches nothing.
+void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
+                      Granularity granularity, Buffering buffering, LaunchShape shape,
+                      cudaStream_t stream);
+
+/// The most blocks of `threads_per_block` threads one SM holds at once for this kernel
+/// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory.
+int max_blocks_per_sm(Granularity granularity, Buffering buffering, int threads_per_block);
+
+}  // namespace cg_memcpy_async

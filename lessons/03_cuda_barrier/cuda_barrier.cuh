@@ -1,0 +1,107 @@
+/// \file cuda_barrier.cuh
+/// \brief Lesson 03: `cuda::barrier` and `cuda::memcpy_async`.
+///
+/// The API the driver (main.cu) and the tests call. The kernels live in cuda_barrier.cu:
+/// the starter in lessons/, the complete version in solutions/.
+///
+/// Every kernel runs the course's copy-and-compute workload (course/workload.h) in batches
+/// of kElementsPerThread uint32 per thread, the batch size of lesson 01's coarse kernel, so
+/// the table compares copy mechanisms and nothing else.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cuda/std/span>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cuda_barrier {
+
+/// The lesson's kernels, one idea each.
+enum class Kernel {
+  /// One shared buffer and one block-scope barrier; each batch is one
+  /// `cuda::memcpy_async(block, dst, src, bytes, barrier)` with a plain byte count of
+  /// uint32: 4-byte `cp.async` on sm_80 and sm_90 alike.
+  one_stage_words,
+  /// The same with `cuda::aligned_size_t<16>`: one bulk (TMA) copy per batch on sm_90,
+  /// 16-byte `cp.async` on sm_80.
+  one_stage,
+  /// `one_stage` with a hand-written 1-D group type instead of `this_thread_block()`.
+  custom_group,
+  /// Each batch as two copies of different element types (uint4 and uint32) bound to one
+  /// barrier: the barrier's phase completes only when both have landed.
+  two_buffers,
+  /// A `cuda::barrier<cuda::thread_scope_system>`; each batch is copied inside global
+  /// memory (input -> output array) and computed in place. No asynchronous path exists for
+  /// that: every call returns `async_contract_fulfillment::none`.
+  system_scope,
+  /// One barrier and one buffer per stage (LaunchShape::stages, 2..4), aligned copies:
+  /// while the block computes one batch, the next stages - 1 are in flight. The fast path.
+  multi_stage,
+};
+
+/// uint32 elements each thread's share of a batch holds: 64 bytes, as lesson 01's coarse kernel.
+inline constexpr int kElementsPerThread = 16;
+/// Stage counts multi_stage accepts.
+inline constexpr int kMinStages = 2;
+inline constexpr int kMaxStages = 4;
+
+/// Grid, block and pipeline depth of a launch.
+struct LaunchShape {
+  int blocks = 0;
+  int threads_per_block = 0;
+  int stages = 1;  ///< 1 for every kernel but multi_stage, which takes kMinStages..kMaxStages
+};
+
+/// Elements one block stages per batch: threads x kElementsPerThread (whole groups of 32).
+__host__ __device__ constexpr std::size_t batch_elements(int threads_per_block) {
+  return static_cast<std::size_t>(threads_per_block) * kElementsPerThread;
+}
+
+/// Dynamic shared memory of one block: one batch per stage (none for system_scope, which
+/// stages its batches in global memory).
+__host__ __device__ constexpr std::size_t shared_bytes(Kernel kernel, int threads_per_block,
+                                                       int stages = 1) {
+  const std::size_t batch = batch_elements(threads_per_block) * sizeof(std::uint32_t);
+  if (kernel == Kernel::system_scope) return 0;
+  return kernel == Kernel::multi_stage ? batch * static_cast<std::size_t>(stages) : batch;
+}
+
+/// Slots of the report array a kernel fills with what its `cuda::memcpy_async` calls
+/// returned: the value of `cuda::async_contract_fulfillment` (none = 0, async = 1), or
+/// kNotCalled where that call never happened.
+enum ReportSlot : int {
+  kBatchCopy = 0,   ///< the copy of a full batch (batch 0's, when it is full)
+  kSecondCopy = 1,  ///< two_buffers only: the second copy of a full batch
+  kTailCopy = 2,    ///< the copy of the partial last batch's bytes past its last 16-byte chunk
+};
+/// Elements of a report array.
+inline constexpr int kReportSlots = 3;
+/// What a report slot holds when its call did not happen (prepare a report with 0xFF bytes).
+inline constexpr std::uint32_t kNotCalled = 0xFFFFFFFFu;
+
+/// "none", "async" or "not called", for a report slot's value.
+const char* contract_name(std::uint32_t value);
+/// The kernel's name as the tests print it, e.g. "multi_stage".
+const char* kernel_name(Kernel kernel);
+
+/// Runs the copy-and-compute workload: out[i] = combine(in[i], in[partner_index(i, n)]),
+/// with `kernel`, on `stream`. When `report` is not empty, the kernel writes what its
+/// `memcpy_async` calls returned into it (ReportSlot; slots whose call did not happen are
+/// left alone).
+///
+/// Preconditions, checked before any CUDA call (std::invalid_argument otherwise): `in` and
+/// `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of 32;
+/// blocks >= 1; stages is 1, or kMinStages..kMaxStages for multi_stage; both arrays are
+/// 16-byte aligned (the aligned copies promise it); `report` is empty or holds
+/// kReportSlots elements. Then, before the launch: the shared memory fits the device
+/// (std::invalid_argument otherwise). An empty input launches nothing.
+void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
+                      Kernel kernel, LaunchShape shape, cudaStream_t stream,
+                      cuda::std::span<std::uint32_t> report = {});
+
+/// The most blocks of `threads_per_block` threads one SM holds at once for `kernel`
+/// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory.
+int max_blocks_per_sm(Kernel kernel, int threads_per_block, int stages = 1);
+
+}  // namespace cuda_barrier

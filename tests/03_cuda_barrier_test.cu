@@ -1,0 +1,347 @@
+// Lesson 03 tests: built twice, against the starter (label `lesson`) and against the
+// solution (label `solution`). GPU suites are named Gpu...; they skip without a GPU.
+#include <gtest/gtest.h>
+
+#include <cuda/barrier>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "course/buffers.h"
+#include "course/check.h"
+#include "course/data.h"
+#include "course/device.h"
+#include "course/inspect.h"
+#include "course/workload.h"
+#include "cuda_barrier.cuh"
+#include "gpu_test.h"
+
+namespace {
+
+using cuda_barrier::copy_and_compute;
+using cuda_barrier::Kernel;
+using cuda_barrier::LaunchShape;
+
+const std::vector<Kernel> kAllKernels = {Kernel::one_stage_words, Kernel::one_stage,
+                                         Kernel::custom_group,    Kernel::two_buffers,
+                                         Kernel::system_scope,    Kernel::multi_stage};
+
+// Sizes around every boundary: one element, partial groups, whole and partial batches at
+// several block sizes (a batch is 16 x threads elements), partial last batches whose size
+// is and is not a multiple of 16 bytes (4100 = 4096 + 4: one whole chunk; 4097: 4 bytes
+// only; 16385...), a prime, and enough batches to wrap the grid and every stage.
+const std::vector<std::size_t> kAwkwardSizes = {1,     3,     4,     31,    32,    33,     255,
+                                                256,   257,   4095,  4096,  4097,  4100,   16383,
+                                                16384, 16385, 16388, 65537, 98306, 1000003};
+
+constexpr auto kAsync = static_cast<std::uint32_t>(cuda::async_contract_fulfillment::async);
+constexpr auto kNone = static_cast<std::uint32_t>(cuda::async_contract_fulfillment::none);
+
+std::string shape_text(LaunchShape s) {
+  return std::to_string(s.blocks) + "x" + std::to_string(s.threads_per_block) +
+         (s.stages > 1 ? "x" + std::to_string(s.stages) + "stages" : "");
+}
+
+}  // namespace
+
+// Readable parameter values in test names and failure messages.
+namespace cuda_barrier {
+void PrintTo(Kernel k, std::ostream* os) { *os << kernel_name(k); }
+void PrintTo(LaunchShape s, std::ostream* os) { *os << shape_text(s); }
+}  // namespace cuda_barrier
+
+namespace {
+
+// ---- CPU tests: sizes, and preconditions checked before any CUDA call ------------------
+
+TEST(CudaBarrierShape, BatchAndSharedMemorySizes) {
+  EXPECT_EQ(cuda_barrier::batch_elements(256), 4096u);  // 16 KB: lesson 01's coarse batch
+  EXPECT_EQ(cuda_barrier::shared_bytes(Kernel::one_stage, 256), 16384u);
+  EXPECT_EQ(cuda_barrier::shared_bytes(Kernel::multi_stage, 256, 4), 4u * 16384u);
+  EXPECT_EQ(cuda_barrier::shared_bytes(Kernel::system_scope, 256), 0u);  // stages in global
+  for (int threads = 32; threads <= 1024; threads += 32) {
+    // Whole groups of 32, so a partner never leaves its batch; and the two_buffers halves
+    // and the full-batch bulk copies are whole 16-byte chunks.
+    EXPECT_EQ(cuda_barrier::batch_elements(threads) % 32, 0u);
+    EXPECT_EQ(cuda_barrier::batch_elements(threads) / 2 * sizeof(std::uint32_t) % 16, 0u);
+  }
+}
+
+TEST(CudaBarrierShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
+  // Fake device pointers: the launcher must throw before it could dereference them.
+  const auto* in = reinterpret_cast<const std::uint32_t*>(std::uintptr_t{1} << 20);
+  auto* out = reinterpret_cast<std::uint32_t*>(std::uintptr_t{2} << 20);
+  auto* report = reinterpret_cast<std::uint32_t*>(std::uintptr_t{3} << 20);
+  const cuda::std::span<const std::uint32_t> src(in, 1000);
+  const cuda::std::span<std::uint32_t> dst(out, 1000);
+  for (Kernel k : kAllKernels) {
+    const int stages = k == Kernel::multi_stage ? 2 : 1;
+    SCOPED_TRACE(cuda_barrier::kernel_name(k));
+    EXPECT_THROW(copy_and_compute(src, dst.first(999), k, {1, 256, stages}, 0),
+                 std::invalid_argument);
+    EXPECT_THROW(copy_and_compute(src, dst, k, {0, 256, stages}, 0), std::invalid_argument);
+    EXPECT_THROW(copy_and_compute(src, dst, k, {1, 0, stages}, 0), std::invalid_argument);
+    EXPECT_THROW(copy_and_compute(src, dst, k, {1, 100, stages}, 0), std::invalid_argument);
+    EXPECT_THROW(copy_and_compute(src, dst, k, {1, 2048, stages}, 0), std::invalid_argument);
+    // Every kernel promises 16-byte alignment (aligned_size_t<16>, uint4 accesses).
+    EXPECT_THROW(copy_and_compute(src.subspan(1), dst.subspan(1), k, {1, 256, stages}, 0),
+                 std::invalid_argument);
+    // A report has kReportSlots elements.
+    EXPECT_THROW(copy_and_compute(src, dst, k, {1, 256, stages}, 0, {report, 2}),
+                 std::invalid_argument);
+  }
+  // Stage counts: multi_stage takes 2..4, every other kernel exactly 1.
+  for (int stages : {0, 1, 5}) {
+    EXPECT_THROW(copy_and_compute(src, dst, Kernel::multi_stage, {1, 256, stages}, 0),
+                 std::invalid_argument);
+  }
+  EXPECT_THROW(copy_and_compute(src, dst, Kernel::one_stage, {1, 256, 2}, 0),
+               std::invalid_argument);
+}
+
+TEST(CudaBarrierShape, EmptyInputLaunchesNothing) {
+  for (Kernel k : kAllKernels) {
+    const int stages = k == Kernel::multi_stage ? 3 : 1;
+    EXPECT_NO_THROW(copy_and_compute({}, {}, k, {1, 256, stages}, 0));
+  }
+}
+
+TEST(CudaBarrierShape, ContractNames) {
+  EXPECT_STREQ(cuda_barrier::contract_name(kAsync), "async");
+  EXPECT_STREQ(cuda_barrier::contract_name(kNone), "none");
+  EXPECT_STREQ(cuda_barrier::contract_name(cuda_barrier::kNotCalled), "not called");
+}
+
+// ---- CPU tests: what the compiler emitted -----------------------------------------------
+
+// Kernels by a part of their mangled names.
+constexpr const char* kWordsKernel = "one_stage_words_kernel";
+constexpr const char* kAlignedKernels[] = {"one_stage_kernel",        "custom_group_kernel",
+                                           "two_buffers_kernel",      "multi_stage_kernelILi2E",
+                                           "multi_stage_kernelILi3E", "multi_stage_kernelILi4E"};
+constexpr const char* kSystemScopeKernel = "system_scope_kernel";
+
+TEST(CudaBarrierPtx, EveryKernelIsThere) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const auto& module = course::inspect::module_for(modules, target);
+    EXPECT_EQ(course::inspect::ptx_kernels(module).size(), 8u) << target;
+  }
+}
+
+TEST(CudaBarrierPtx, AlignedCopiesAreBulkOnSm90AndCpAsyncOnSm80) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const auto& module = course::inspect::module_for(modules, target);
+    const bool hopper = std::stoi(target.substr(3)) >= 90;  // "sm_90", "sm_90a"
+    for (const char* name : kAlignedKernels) {
+      const auto k = course::inspect::kernel(module, name);
+      SCOPED_TRACE(target + " " + name);
+      if (hopper) {
+        // One bulk copy for the batch, its byte count added to the barrier's transactions,
+        // and the proxy fence after the barriers' initialisation.
+        EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.bulk.shared::cluster.global"));
+        EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.expect_tx"));
+        EXPECT_TRUE(course::inspect::uses(k.body, "fence.proxy.async"));
+        EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.try_wait"));
+      } else {
+        EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk"));
+        EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global"))
+            << "16-byte cp.async expected";
+        EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive"));
+        EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.test_wait"));
+      }
+      // The partial last batch's last 1-3 elements: 4-byte cp.async on both.
+      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global"));
+      EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.init"));
+      // No staging through registers: no vector stores to shared memory.
+      EXPECT_FALSE(course::inspect::uses(k.body, "st.shared.v4.u32"));
+    }
+  }
+}
+
+TEST(CudaBarrierPtx, PlainByteCountsGiveFourByteCpAsyncEvenOnSm90) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const auto k =
+        course::inspect::kernel(course::inspect::module_for(modules, target), kWordsKernel);
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global")) << target;
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive")) << target;
+    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << target;
+    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.cg")) << target;
+  }
+}
+
+TEST(CudaBarrierPtx, SystemScopeCopiesInsideGlobalMemoryAreSynchronous) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const auto k =
+        course::inspect::kernel(course::inspect::module_for(modules, target), kSystemScopeKernel);
+    // No asynchronous copy and no mbarrier: a plain copy loop and a barrier of atomics.
+    for (const char* async : {"cp.async", "mbarrier", "cp.async.bulk", "fence.proxy.async"}) {
+      EXPECT_FALSE(course::inspect::uses(k.body, async)) << target << " uses " << async;
+    }
+    EXPECT_TRUE(course::inspect::uses(k.body, "atom")) << target << ": no atomics?";
+  }
+}
+
+std::string sass_of(const std::string& arch) {
+  return course::inspect::run_command("'" + std::string(course::testing::cuobjdump_path()) +
+                                      "' -sass -arch " + arch + " '" +
+                                      course::testing::kernels_object_path() + "'");
+}
+
+const course::inspect::Function& sass_function(const std::vector<course::inspect::Function>& fs,
+                                               const std::string& name_part) {
+  for (const auto& f : fs) {
+    if (f.name.find(name_part) != std::string::npos) return f;
+  }
+  throw std::runtime_error("no SASS function named like " + name_part);
+}
+
+TEST(CudaBarrierSass, BulkCopiesOnSm90AndLdgstsOnSm80) {
+  if (std::string(course::testing::cuobjdump_path()).empty())
+    GTEST_SKIP() << "cuobjdump not found: SASS checks need it";
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const bool hopper = std::stoi(target.substr(3)) >= 90;
+    const auto functions = course::inspect::sass_functions(sass_of(target));
+    ASSERT_EQ(functions.size(), 8u) << target;
+    for (const char* name : kAlignedKernels) {
+      const auto& f = sass_function(functions, name);
+      SCOPED_TRACE(target + " " + name);
+      // sm_90: the bulk copy unit and the mbarrier unit; sm_80: LDGSTS, never UBLKCP.
+      EXPECT_EQ(course::inspect::uses(f.body, "UBLKCP"), hopper);
+      if (hopper) EXPECT_TRUE(course::inspect::uses(f.body, "SYNCS"));
+      // Both: LDGSTS for the 4-byte tail (sm_90) or for everything (sm_80).
+      EXPECT_TRUE(course::inspect::uses(f.body, "LDGSTS"));
+    }
+    const auto& words = sass_function(functions, kWordsKernel);
+    EXPECT_TRUE(course::inspect::uses(words.body, "LDGSTS")) << target;
+    EXPECT_FALSE(course::inspect::uses(words.body, "UBLKCP")) << target;
+    const auto& system = sass_function(functions, kSystemScopeKernel);
+    EXPECT_FALSE(course::inspect::uses(system.body, "LDGSTS")) << target;
+    EXPECT_FALSE(course::inspect::uses(system.body, "UBLKCP")) << target;
+  }
+}
+
+// ---- GPU tests: every element of every awkward size, at several launch shapes ----------
+
+using Case = std::tuple<Kernel, LaunchShape>;
+
+class GpuCudaBarrier : public course::testing::GpuTestWithParam<Case> {};
+
+TEST_P(GpuCudaBarrier, EveryElementMatchesTheReference) {
+  const auto [kernel, shape] = GetParam();
+  for (std::size_t n : kAwkwardSizes) {
+    course::DeviceBuffer<std::uint32_t> in(n), out(n);
+    course::fill_hash(in.span(), static_cast<std::uint32_t>(n));
+    course::poison(out.data(), out.bytes());
+    copy_and_compute(in.cspan(), out.span(), kernel, shape, 0);
+    COURSE_CHECK(cudaDeviceSynchronize());
+
+    const auto host_in = course::to_host(in.cspan());
+    std::vector<std::uint32_t> expected(n);
+    course::workload::reference(host_in, expected);
+    const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+    ASSERT_TRUE(c.ok()) << cuda_barrier::kernel_name(kernel) << ", " << shape_text(shape)
+                        << ", n=" << n << ": " << c.summary();
+    // The kernel must not write to its input.
+    std::vector<std::uint32_t> original(n);
+    course::fill_hash_host(original, static_cast<std::uint32_t>(n));
+    ASSERT_EQ(host_in, original) << "the input changed, n=" << n;
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  const std::vector<LaunchShape> one_stage_shapes = {
+      {1, 32, 1}, {3, 96, 1}, {7, 256, 1}, {264, 256, 1}, {2, 1024, 1}};
+  for (Kernel k : kAllKernels) {
+    if (k == Kernel::multi_stage) continue;
+    for (LaunchShape s : one_stage_shapes) cases.emplace_back(k, s);
+  }
+  // Every stage count, at shapes whose stages fit an A100's and an H100's shared memory.
+  for (LaunchShape s : {LaunchShape{1, 32, 2}, LaunchShape{3, 96, 3}, LaunchShape{7, 256, 4},
+                        LaunchShape{264, 256, 4}, LaunchShape{132, 256, 3}, LaunchShape{5, 512, 3},
+                        LaunchShape{2, 1024, 2}}) {
+    cases.emplace_back(Kernel::multi_stage, s);
+  }
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const auto [k, shape] = info.param;
+  return std::string(cuda_barrier::kernel_name(k)) + "_" + shape_text(shape);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuCudaBarrier, ::testing::ValuesIn(all_cases()), case_name);
+
+// ---- GPU tests: what memcpy_async promised ----------------------------------------------
+
+/// The contract each kernel's calls must report, from reading CCCL 3.0.1's dispatch
+/// (cuda/__memcpy_async/memcpy_completion.h): a block-scope barrier in shared memory with a
+/// global -> shared copy gets `async` on sm_80 (cp.async + cp.async.mbarrier.arrive) and on
+/// sm_90 (bulk copy + expect_tx, or cp.async below 16-byte alignment); a global -> global
+/// copy has no asynchronous mechanism and gets `none`, whatever the barrier.
+std::uint32_t expected_contract(Kernel kernel, course::ComputeCapability cc) {
+  if (kernel == Kernel::system_scope) return kNone;
+  return cc >= course::ComputeCapability{8, 0} ? kAsync : kNone;
+}
+
+class GpuCudaBarrierContract : public course::testing::GpuTestWithParam<Kernel> {};
+
+TEST_P(GpuCudaBarrierContract, EachCallReportsTheExpectedContract) {
+  const Kernel kernel = GetParam();
+  const course::DeviceSummary gpu = course::open_device(0);
+  const std::uint32_t expected = expected_contract(kernel, gpu.cc);
+  const LaunchShape shape{4, 256, kernel == Kernel::multi_stage ? 3 : 1};
+  const std::size_t batch = cuda_barrier::batch_elements(shape.threads_per_block);
+  // n % 4 != 0: a tail past the last 16-byte chunk; n % 4 == 0: none; n < batch: no full batch.
+  for (std::size_t n : {std::size_t{1000003}, 3 * batch, batch + 8, std::size_t{5}}) {
+    course::DeviceBuffer<std::uint32_t> in(n), out(n), report(cuda_barrier::kReportSlots);
+    course::fill_hash(in.span(), 7);
+    COURSE_CHECK(cudaMemset(report.data(), 0xFF, report.bytes()));
+    copy_and_compute(in.cspan(), out.span(), kernel, shape, 0, report.span());
+    COURSE_CHECK(cudaDeviceSynchronize());
+    const auto r = course::to_host(report.cspan());
+    const bool full_batch = n >= batch;
+    const bool tail = n % 4 != 0;
+    const auto name = [](std::uint32_t v) { return std::string(cuda_barrier::contract_name(v)); };
+    SCOPED_TRACE(std::string(cuda_barrier::kernel_name(kernel)) + ", n=" + std::to_string(n) +
+                 ", compute capability " + gpu.cc.str());
+    EXPECT_EQ(name(r[cuda_barrier::kBatchCopy]),
+              name(full_batch ? expected : cuda_barrier::kNotCalled));
+    EXPECT_EQ(
+        name(r[cuda_barrier::kSecondCopy]),
+        name(full_batch && kernel == Kernel::two_buffers ? expected : cuda_barrier::kNotCalled));
+    EXPECT_EQ(name(r[cuda_barrier::kTailCopy]), name(tail ? expected : cuda_barrier::kNotCalled));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, GpuCudaBarrierContract, ::testing::ValuesIn(kAllKernels),
+                         [](const ::testing::TestParamInfo<Kernel>& info) {
+                           return std::string(cuda_barrier::kernel_name(info.param));
+                         });
+
+// ---- GPU tests: occupancy and shared memory limits ---------------------------------------
+
+TEST(GpuCudaBarrierOccupancy, MaxBlocksPerSmShrinksWithStages) {
+  if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
+  const int one = cuda_barrier::max_blocks_per_sm(Kernel::one_stage, 256);
+  const int two = cuda_barrier::max_blocks_per_sm(Kernel::multi_stage, 256, 2);
+  const int four = cuda_barrier::max_blocks_per_sm(Kernel::multi_stage, 256, 4);
+  EXPECT_GE(four, 1);
+  EXPECT_LE(two, one);
+  EXPECT_LE(four, two);  // each stage is another 16 KB of shared memory
+}
+
+TEST(GpuCudaBarrierOccupancy, StagesBeyondTheSharedMemoryOfABlockAreRejected) {
+  if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
+  // 1024 threads x 64 bytes x 4 stages = 256 KB: more than any sm_80/sm_90 block may have.
+  course::DeviceBuffer<std::uint32_t> in(4096), out(4096);
+  EXPECT_THROW(copy_and_compute(in.cspan(), out.span(), Kernel::multi_stage, {1, 1024, 4}, 0),
+               std::invalid_argument);
+}
+
+}  // namespace

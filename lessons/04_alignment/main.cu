@@ -1,0 +1,229 @@
+// Lesson 04 driver: the same staged byte copy (global -> shared -> global) issued with every
+// element type and alignment promise, with cuda::memcpy_async and with
+// cooperative_groups::memcpy_async, from 128-byte aligned, merely 16-byte aligned and
+// misaligned addresses. Every variant is checked byte by byte (guard bytes around the output
+// included) and timed against a device-to-device cudaMemcpy measured in the same run. A
+// second table says, for each variant, what the compiler emitted for its copy (read from the
+// PTX embedded in this very executable) and what memcpy_async returned.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "alignment.cuh"
+#include "course/buffers.h"
+#include "course/check.h"
+#include "course/data.h"
+#include "course/harness.h"
+#include "course/inspect.h"
+
+namespace {
+
+using alignment::kMatchSource;
+using alignment::Method;
+
+constexpr int kThreads = 256;
+constexpr std::uint64_t kDefaultBytes = 1ull << 30;  // 1 GiB: far beyond L2
+constexpr std::uint64_t kQuickBytes = 1000003;       // prime: odd, and never a whole batch
+// Room around each array: offsets up to 16 bytes, and guard bytes that must stay poisoned.
+constexpr std::size_t kSlack = 256;
+
+struct VariantSpec {
+  std::string name;
+  Method method;
+  std::size_t offset;        // bytes past the allocation (256-byte aligned) of in and out
+  std::size_t stage_offset;  // bytes past a 128-byte boundary of shared memory, or kMatchSource
+};
+
+std::vector<VariantSpec> make_variants() {
+  std::vector<VariantSpec> variants;
+  // 1. What the type or the promise tells the compiler: every method except the peeled
+  //    one, on 128-byte aligned arrays and a 128-byte aligned stage.
+  for (const alignment::MethodInfo& m : alignment::kMethods) {
+    if (m.method != Method::peeled) variants.push_back({m.name, m.method, 0, 0});
+  }
+  // 2. 16-byte aligned but not 128-byte aligned arrays and stage.
+  variants.push_back({"cuda/char/aligned16@16B", Method::cuda_char_aligned16, 16, 16});
+  variants.push_back({"cg/int4/size_t@16B", Method::cg_int4_size_t, 16, 16});
+  // 3. Misaligned data, any byte count: the peeled copy, and cooperative groups' run-time
+  //    dispatch, with the stage placed like the source or at a fixed offset.
+  variants.push_back({"peeled/src+0/matched", Method::peeled, 0, kMatchSource});
+  variants.push_back({"peeled/src+3/matched", Method::peeled, 3, kMatchSource});
+  variants.push_back({"peeled/src+4/stage+0", Method::peeled, 4, 0});
+  variants.push_back({"peeled/src+3/stage+0", Method::peeled, 3, 0});
+  variants.push_back({"cg/char/size_t/src+3/matched", Method::cg_char_size_t, 3, kMatchSource});
+  variants.push_back({"cg/char/size_t/src+3/stage+0", Method::cg_char_size_t, 3, 0});
+  return variants;
+}
+
+std::vector<std::string> names_of(const std::vector<VariantSpec>& variants) {
+  std::vector<std::string> names;
+  for (const auto& v : variants) names.push_back(v.name);
+  return names;
+}
+
+std::vector<std::uint8_t> bytes_to_host(const void* device_data, std::size_t bytes) {
+  std::vector<std::uint8_t> host(bytes);
+  COURSE_CHECK(cudaMemcpy(host.data(), device_data, bytes, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+/// What the compiler emitted for each method's copy, read from the PTX embedded in this
+/// executable (the lesson's kernels are compiled with --no-compress): the module of the
+/// running GPU's architecture, or the highest one present. Returns the target it read.
+std::string read_emitted(const course::DeviceSummary& gpu, std::map<Method, std::string>& emitted) {
+  const auto modules = course::inspect::read_ptx_modules("/proc/self/exe");
+  const auto number = [](const std::string& target) { return std::atoi(target.c_str() + 3); };
+  std::string target = "sm_" + std::to_string(gpu.cc.major * 10 + gpu.cc.minor);
+  bool found = false;
+  std::string highest;
+  for (const auto& m : modules) {
+    found = found || m.target == target;
+    if (highest.empty() || number(m.target) > number(highest)) highest = m.target;
+  }
+  if (!found) target = highest;
+  for (const alignment::MethodInfo& info : alignment::kMethods) {
+    for (const auto& module : modules) {
+      if (module.target != target) continue;
+      for (const auto& kernel : course::inspect::ptx_kernels(module)) {
+        if (kernel.name.find(info.kernel_name) != std::string::npos) {
+          emitted[info.method] = alignment::describe_global_reads(kernel.body);
+        }
+      }
+    }
+  }
+  return target;
+}
+
+std::string mod16(std::size_t offset) { return std::to_string(offset % 16); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::CommonOptions options;
+  int blocks_per_sm = 0;
+  const std::vector<VariantSpec> variants = make_variants();
+  course::FlagParser flags(
+      "04_alignment",
+      "Lesson 04: alignment and trivially copyable types. Every variant copies a byte array\n"
+      "global -> shared -> global in 16 KB batches; only the memcpy_async call that stages a\n"
+      "batch differs: cuda::memcpy_async (with a block-scope cuda::barrier) or\n"
+      "cooperative_groups::memcpy_async (cg), through char/short/int/int2/int4 pointers with a\n"
+      "size_t count or with cuda::aligned_size_t<N> (alignedN); '@16B' variants use 16-byte\n"
+      "but not 128-byte aligned addresses; 'peeled' copies any address and size with a byte\n"
+      "head and tail around an aligned body. 'matched' places the shared buffer like the source.");
+  flags.add_common(options, "bytes to copy (default 1G = 1 GiB; K/M/G suffixes)",
+                   names_of(variants));
+  flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
+                "blocks per SM (default 0: as many as fit, asked per kernel)");
+
+  return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
+    const std::size_t n =
+        options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
+    std::cout << "lesson 04 alignment: " << n << " bytes, " << kThreads
+              << " threads per block, batches of " << alignment::kBatchBytes
+              << " bytes; GB/s counts bytes read + bytes written\n";
+
+    std::map<Method, std::string> emitted;
+    std::string target;
+    try {
+      target = read_emitted(gpu, emitted);
+    } catch (const std::exception& e) {
+      std::cout << "(cannot read the PTX of this executable: " << e.what() << ")\n";
+    }
+
+    // Word buffers (hash-filled 4 bytes at a time), used as bytes at an offset.
+    const std::size_t words = (n + kSlack + 3) / 4;
+    course::DeviceBuffer<std::uint32_t> in_words(words), out_words(words);
+    course::fill_hash(in_words.span(), /*seed=*/4);
+    const auto* in_base = reinterpret_cast<const std::uint8_t*>(in_words.data());
+    auto* out_base = reinterpret_cast<std::uint8_t*>(out_words.data());
+    const std::size_t total = out_words.bytes();
+    // A synchronous copy: when it returns, the fill is done too.
+    const std::vector<std::uint8_t> host_in = bytes_to_host(in_base, total);
+    course::DeviceBuffer<unsigned> returned(1);
+
+    course::Harness harness("04_alignment", options, gpu);
+    harness.reference_d2d_copy(out_base, in_base, n);
+    harness.baseline("cuda/char/size_t");
+    harness.headline("cuda/char/aligned16");
+    harness.target({"cuda/char/aligned16", 0.80});
+
+    std::map<std::string, unsigned> returned_by_variant;
+    for (const VariantSpec& spec : variants) {
+      // A type or a promise of N bytes needs a size that is a multiple of N.
+      const std::size_t bytes = n - n % alignment::required_alignment(spec.method);
+      const int resident = alignment::max_blocks_per_sm(spec.method, kThreads);
+      const int per_sm = blocks_per_sm > 0 ? blocks_per_sm : resident;
+      // No more blocks than batches: a block without a batch would only start and stop.
+      const std::size_t batches = (bytes + alignment::kBatchBytes - 1) / alignment::kBatchBytes;
+      const int blocks = static_cast<int>(
+          std::max<std::size_t>(1, std::min<std::size_t>(gpu.sm_count * per_sm, batches)));
+      const alignment::LaunchShape shape{blocks, kThreads};
+      if (options.variant.empty() || options.variant == spec.name) {
+        std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
+                  << " per SM, at most " << resident << " fit; never more than the " << batches
+                  << " batches), " << bytes << " bytes\n";
+      }
+      const cuda::std::span<const std::uint8_t> in(in_base + spec.offset, bytes);
+      const cuda::std::span<std::uint8_t> out(out_base + spec.offset, bytes);
+      harness.run({
+          spec.name,
+          2.0 * static_cast<double>(bytes),
+          [&, spec, in, out, shape](cudaStream_t s) {
+            alignment::staged_copy(spec.method, in, out, spec.stage_offset, shape, s,
+                                   returned.data());
+          },
+          [&](cudaStream_t s) {
+            course::poison(out_base, total, s);
+            COURSE_CHECK(cudaMemsetAsync(returned.data(), 0, sizeof(unsigned), s));
+          },
+          [&, spec, bytes] {
+            unsigned flags_seen = 0;
+            COURSE_CHECK(
+                cudaMemcpy(&flags_seen, returned.data(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+            returned_by_variant[spec.name] = flags_seen;
+            // Expected: the copied window equals the input, every byte around it is poison.
+            std::vector<std::uint8_t> expected(total, course::kPoisonByte);
+            std::memcpy(expected.data() + spec.offset, host_in.data() + spec.offset, bytes);
+            const auto actual = bytes_to_host(out_base, total);
+            return course::compare_exact<std::uint8_t>(expected, actual);
+          },
+      });
+    }
+
+    // What each copy compiled to and what memcpy_async returned: the columns the results
+    // table has no room for.
+    std::cout << "\nwhat each variant's copy compiled to (" << (target.empty() ? "?" : target)
+              << " PTX of this executable) and what memcpy_async returned:\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"variant", "src,stage mod 16", "needs", "emitted", "returned"}};
+    for (const VariantSpec& spec : variants) {
+      const auto r = returned_by_variant.find(spec.name);
+      if (r == returned_by_variant.end()) continue;  // not run (--variant)
+      const std::size_t stage = spec.stage_offset == kMatchSource ? spec.offset : spec.stage_offset;
+      const auto e = emitted.find(spec.method);
+      rows.push_back({spec.name, mod16(spec.offset) + "," + mod16(stage),
+                      std::to_string(alignment::required_alignment(spec.method)) + " B",
+                      e == emitted.end() ? "?" : e->second,
+                      alignment::describe_returned(r->second)});
+    }
+    std::vector<std::size_t> width(rows.front().size(), 0);
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        std::cout << std::left << std::setw(static_cast<int>(width[c])) << row[c]
+                  << (c + 1 < row.size() ? "  " : "\n");
+      }
+    }
+    return harness.finish();
+  });
+}

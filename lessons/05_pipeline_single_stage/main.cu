@@ -1,0 +1,193 @@
+// Lesson 05 driver: runs the single-stage cuda::pipeline kernels (thread scope and block
+// scope) beside lesson 01's register-staged kernel and lesson 03's one-stage cuda::barrier
+// kernel, all in 16 KB batches, at full occupancy and at one block per SM; checks every
+// output element against the CPU reference; compares each variant's bandwidth with a
+// device-to-device cudaMemcpy measured in the same run.
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "course/buffers.h"
+#include "course/data.h"
+#include "course/harness.h"
+#include "course/workload.h"
+#include "cuda_barrier.cuh"
+#include "pipeline_single_stage.cuh"
+#include "register_staged.cuh"
+
+namespace {
+
+using pipeline_single_stage::Scope;
+
+constexpr int kThreads = 256;
+constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
+constexpr std::uint64_t kQuickElements = 1000003;         // prime: a partial last batch
+
+/// Whose kernel a variant runs.
+enum class Kernel {
+  lesson01,         // register_staged::copy_and_compute, coarse granularity
+  lesson03,         // cuda_barrier::copy_and_compute, Kernel::one_stage
+  thread_pipeline,  // this lesson, Scope::thread
+  block_pipeline,   // this lesson, Scope::block
+};
+
+struct VariantSpec {
+  const char* name;
+  Kernel kernel;
+  bool one_block_per_sm;
+  const char* what;
+};
+
+// Lesson 01's coarse kernel first: it is the baseline. Then each kernel at full occupancy
+// and at one block per SM, where nothing but the block itself can hide a copy's latency.
+const std::vector<VariantSpec> kVariants = {
+    {"01-coarse", Kernel::lesson01, false,
+     "lesson 01: global -> registers -> shared, two block syncs per batch"},
+    {"01-coarse-1-per-SM", Kernel::lesson01, true, "lesson 01 at one block per SM"},
+    {"03-1-stage", Kernel::lesson03, false,
+     "lesson 03: memcpy_async(block, ..., aligned_size_t<16>, barrier), arrive_and_wait, sync"},
+    {"03-1-stage-1-per-SM", Kernel::lesson03, true, "lesson 03 at one block per SM"},
+    {"thread-pipeline", Kernel::thread_pipeline, false,
+     "make_pipeline(): per-thread cp.async groups + two __syncthreads per batch"},
+    {"thread-pipeline-1-per-SM", Kernel::thread_pipeline, true,
+     "thread-pipeline at one block per SM"},
+    {"block-pipeline", Kernel::block_pipeline, false,
+     "make_pipeline(block, &state), one stage: two mbarriers, no __syncthreads in the loop"},
+    {"block-pipeline-1-per-SM", Kernel::block_pipeline, true, "block-pipeline at one block per SM"},
+};
+
+std::vector<std::string> variant_names() {
+  std::vector<std::string> names;
+  for (const auto& v : kVariants) names.emplace_back(v.name);
+  return names;
+}
+
+/// The most blocks of kThreads threads one SM holds for the variant's kernel.
+int resident_blocks(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::lesson01:
+      return register_staged::max_blocks_per_sm(register_staged::Granularity::coarse, kThreads);
+    case Kernel::lesson03:
+      return cuda_barrier::max_blocks_per_sm(cuda_barrier::Kernel::one_stage, kThreads, 1);
+    case Kernel::thread_pipeline:
+      return pipeline_single_stage::max_blocks_per_sm(Scope::thread, kThreads);
+    case Kernel::block_pipeline:
+      return pipeline_single_stage::max_blocks_per_sm(Scope::block, kThreads);
+  }
+  return 0;
+}
+
+/// Elements one block stages per batch with the variant's kernel (16 KB for every one).
+std::size_t batch_of(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::lesson01:
+      return register_staged::batch_elements(register_staged::Granularity::coarse, kThreads);
+    case Kernel::lesson03:
+      return cuda_barrier::batch_elements(kThreads);
+    default:
+      return pipeline_single_stage::batch_elements(kThreads);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::CommonOptions options;
+  int blocks_per_sm = 0;
+  course::FlagParser flags(
+      "05_pipeline_single_stage",
+      "Lesson 05: a single-stage cuda::pipeline. Every variant computes the same copy-and-\n"
+      "compute workload in 16 KB batches (256 threads x 64 bytes) with one shared buffer.\n"
+      "'thread-pipeline' gives each thread its own cuda::pipeline (make_pipeline()) and needs\n"
+      "__syncthreads(); 'block-pipeline' shares one pipeline_shared_state<block, 1> across\n"
+      "the block. '01-' is lesson 01's register-staged kernel, '03-' lesson 03's one-stage\n"
+      "cuda::barrier kernel. '-1-per-SM' variants launch one block per SM.");
+  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
+                   variant_names());
+  flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
+                "blocks per SM of every full-occupancy variant (default 0: the most that fit "
+                "every kernel)");
+
+  return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
+    const std::size_t n =
+        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+    const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
+    std::cout << "lesson 05 pipeline_single_stage: " << n << " uint32 elements, " << kThreads
+              << " threads per block, batches of "
+              << pipeline_single_stage::batch_elements(kThreads) << " elements ("
+              << pipeline_single_stage::shared_bytes(kThreads) / 1024
+              << " KB), one stage; GB/s counts bytes read + bytes written\n"
+              << "copies: pipelines 16-byte cp.async on every GPU; lesson 03's aligned barrier "
+              << "copy "
+              << (hopper ? "one cp.async.bulk (TMA) per batch on this GPU"
+                         : "16-byte cp.async on this GPU")
+              << "\n";
+
+    course::DeviceBuffer<std::uint32_t> in(n), out(n);
+    course::fill_hash(in.span(), /*seed=*/1);
+    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
+    std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
+    std::vector<std::uint32_t> expected(n);
+    course::workload::reference(host_in, expected);
+
+    course::Harness harness("05_pipeline_single_stage", options, gpu);
+    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
+    harness.baseline("01-coarse");
+    harness.headline("thread-pipeline");
+    // No performance target for this lesson: one stage cannot overlap copy and compute
+    // inside a block; the table shows what each synchronisation mechanism costs.
+
+    // Same occupancy for every kernel: the full-occupancy variants all launch as many
+    // blocks per SM as fit for the kernel that fits the fewest (--blocks-per-sm overrides).
+    int full_per_sm = blocks_per_sm;
+    if (full_per_sm == 0) {
+      for (const VariantSpec& spec : kVariants) {
+        const int resident = resident_blocks(spec.kernel);
+        if (full_per_sm == 0 || resident < full_per_sm) full_per_sm = resident;
+      }
+    }
+    std::cout << "full occupancy: " << full_per_sm << " blocks per SM for every kernel\n";
+
+    for (const VariantSpec& spec : kVariants) {
+      const int resident = resident_blocks(spec.kernel);
+      const int per_sm = spec.one_block_per_sm ? 1 : full_per_sm;
+      const register_staged::LaunchShape shape{gpu.sm_count * per_sm, kThreads};
+      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
+                << " per SM; at most " << resident << " fit), batch of " << batch_of(spec.kernel)
+                << " elements; " << spec.what << "\n";
+
+      harness.run({
+          spec.name,
+          course::workload::bytes_moved(n),
+          [&, spec, shape](cudaStream_t s) {
+            switch (spec.kernel) {
+              case Kernel::lesson01:
+                register_staged::copy_and_compute(in.cspan(), out.span(),
+                                                  register_staged::Granularity::coarse, shape, s);
+                break;
+              case Kernel::lesson03:
+                cuda_barrier::copy_and_compute(in.cspan(), out.span(),
+                                               cuda_barrier::Kernel::one_stage,
+                                               {shape.blocks, shape.threads_per_block, 1}, s);
+                break;
+              case Kernel::thread_pipeline:
+                pipeline_single_stage::copy_and_compute(in.cspan(), out.span(), Scope::thread,
+                                                        shape, s);
+                break;
+              case Kernel::block_pipeline:
+                pipeline_single_stage::copy_and_compute(in.cspan(), out.span(), Scope::block, shape,
+                                                        s);
+                break;
+            }
+          },
+          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
+          [&] {
+            const auto actual = course::to_host(out.cspan());
+            return course::compare_exact<std::uint32_t>(expected, actual);
+          },
+      });
+    }
+    return harness.finish();
+  });
+}

@@ -1,0 +1,159 @@
+/// \file pipeline_multi_stage.cuh
+/// \brief Lesson 06: multi-stage pipelines, with cuda::pipeline and with the primitives.
+///
+/// The API the driver (main.cu) and the tests call. The kernels live in
+/// pipeline_multi_stage.cu: the starter in lessons/, the complete version in solutions/.
+///
+/// A block keeps `stages` batches of shared memory. While it computes batch k, the copies
+/// of the next batches are already in flight, so one block overlaps its own copies with
+/// its own compute, and the memory system stays busy even at one block per SM (lesson 01's
+/// kernel cannot do that). The same kernel is written twice:
+///  - with a block-scope `cuda::pipeline` (acquire / memcpy_async / commit / wait /
+///    release), which tracks the buffers for you with two mbarriers per stage;
+///  - with the pipeline primitives (`__pipeline_memcpy_async`, `__pipeline_commit`,
+///    `__pipeline_wait_prior`), per-thread cp.async groups plus one `__syncthreads()`,
+///    where you track the buffers yourself and the last, partial batch is zero-filled.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cuda/std/span>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "register_staged.cuh"
+
+namespace pipeline_multi_stage {
+
+/// Grid and block size of a launch (lesson 01's type).
+using register_staged::LaunchShape;
+
+/// Which interface drives the pipeline.
+enum class Interface {
+  /// `cuda::pipeline<cuda::thread_scope_block>` with `Stages` stages in shared state:
+  /// producer_acquire, cuda::memcpy_async(block, ..., aligned_size_t<16>), producer_commit,
+  /// consumer_wait, consumer_release. Completion goes through mbarriers.
+  pipeline,
+  /// `__pipeline_memcpy_async` (16 bytes, zero-fill for the tail), `__pipeline_commit`,
+  /// `__pipeline_wait_prior(stages - 2)` and one `__syncthreads()` per batch.
+  primitives,
+  /// DELIBERATELY BROKEN, never run by default: the primitives kernel prefetching one
+  /// batch more than it has buffers, so a copy overwrites the buffer the block is still
+  /// computing from. It passes a value check whenever no block owns more batches than
+  /// there are stages; `compute-sanitizer --tool racecheck` reports it at any size where
+  /// the extra copy is issued.
+  broken_one_stage_too_many,
+};
+
+/// "pipeline", "primitives" or "broken-one-stage-too-many".
+inline const char* name(Interface interface) {
+  switch (interface) {
+    case Interface::pipeline:
+      return "pipeline";
+    case Interface::primitives:
+      return "primitives";
+    case Interface::broken_one_stage_too_many:
+      return "broken-one-stage-too-many";
+  }
+  return "?";
+}
+
+/// Stage counts the kernels are compiled for (a template parameter: cuda::pipeline's
+/// shared state is `pipeline_shared_state<scope, uint8_t Stages>`).
+inline constexpr int kMinStages = 2;
+inline constexpr int kMaxStages = 8;
+
+/// What one launch does: the interface, the number of stages (shared buffers) and the
+/// batch granularity, in 16-byte vectors each thread copies per batch (1, 2, 4 or 8).
+struct Config {
+  Interface interface = Interface::primitives;
+  int stages = 4;
+  int vectors_per_thread = 4;
+};
+
+/// Whether `vectors_per_thread` is one the launcher accepts: 1, 2, 4 or 8.
+__host__ __device__ constexpr bool valid_vectors_per_thread(int vectors_per_thread) {
+  return vectors_per_thread == 1 || vectors_per_thread == 2 || vectors_per_thread == 4 ||
+         vectors_per_thread == 8;
+}
+
+/// Elements of one batch: threads x vectors x 4 uint32 (256 threads x 4 vectors: 4096
+/// elements, 16 KB). Always a multiple of 128, so a batch holds whole 32-element groups.
+__host__ __device__ constexpr std::size_t batch_elements(int threads_per_block,
+                                                         int vectors_per_thread) {
+  return static_cast<std::size_t>(threads_per_block) * vectors_per_thread * 4;
+}
+
+/// Dynamic shared memory of one block: `stages` batches of uint32_t.
+__host__ __device__ constexpr std::size_t shared_bytes(const Config& config,
+                                                       int threads_per_block) {
+  return static_cast<std::size_t>(config.stages) *
+         batch_elements(threads_per_block, config.vectors_per_thread) * sizeof(std::uint32_t);
+}
+
+/// Batches of `batch` elements in an input of `n` elements (the last may be partial).
+__host__ __device__ constexpr std::size_t batch_count(std::size_t n, std::size_t batch) {
+  return (n + batch - 1) / batch;
+}
+
+/// How many of `batches` batches block `block` of `grid` owns: blocks take batches in turn
+/// (block b owns b, b + grid, b + 2 grid, ...). Depends only on the block, never on the
+/// thread, so every thread of a block runs the same number of pipeline steps.
+__host__ __device__ constexpr std::size_t batches_of_block(std::size_t batches, unsigned block,
+                                                           unsigned grid) {
+  return block < batches ? (batches - 1 - block) / grid + 1 : 0;
+}
+
+/// How many batches the correct kernels keep in flight ahead of the one being computed:
+/// stages - 1, because the batch being computed occupies the last buffer.
+__host__ __device__ constexpr int batches_ahead(int stages) { return stages - 1; }
+
+/// The argument of `__pipeline_wait_prior` in the primitives kernel when it keeps `ahead`
+/// batches in flight: just before computing batch k this thread has committed ahead + k
+/// groups (one per batch, empty ones included); batch k is group k, so ahead - 1 newer
+/// groups may still be pending. (Values above 8 would be clamped to 8 by the primitives.)
+__host__ __device__ constexpr int groups_allowed_pending(int ahead) { return ahead - 1; }
+
+/// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of
+/// the chunk's 16 bytes lie past the data (0 for a whole chunk, 16 for a chunk entirely
+/// past the end). `__pipeline_memcpy_async(dst, src, 16, zfill)` copies 16 - zfill bytes
+/// and writes zeros over the rest, so shared memory is fully initialised.
+__host__ __device__ constexpr std::size_t zero_fill_bytes(std::size_t count, std::size_t chunk) {
+  const std::size_t first_element = chunk * 4;
+  if (first_element >= count) return 16;
+  const std::size_t valid = count - first_element;
+  return valid >= 4 ? 0 : 16 - valid * sizeof(std::uint32_t);
+}
+
+/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, with a `config.stages`
+/// stage pipeline of batches of batch_elements(threads, config.vectors_per_thread).
+///
+/// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
+/// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of 32;
+/// blocks >= 1; kMinStages <= stages <= kMaxStages; vectors_per_thread is 1, 2, 4 or 8;
+/// both pointers are 16-byte aligned (the 16-byte copies and aligned_size_t<16> promise
+/// it). The block's shared memory (shared_bytes()) must fit the device, or the launch
+/// throws course::CudaError. An empty input launches nothing.
+void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
+                      const Config& config, LaunchShape shape, cudaStream_t stream);
+
+/// The most blocks of `threads_per_block` threads one SM holds at once for this kernel
+/// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory; 0 when one
+/// block does not fit. Throws std::invalid_argument for a config copy_and_compute rejects.
+int max_blocks_per_sm(const Config& config, int threads_per_block);
+
+/// Where the driver writes its sweep CSV, next to the main one:
+/// "dir/06_pipeline_multi_stage.csv" -> "dir/06_pipeline_multi_stage_sweep.csv"
+/// (a name without ".csv" gets "_sweep.csv" appended).
+inline std::string sweep_csv_path(const std::string& main_csv) {
+  const std::string suffix = ".csv";
+  if (main_csv.size() > suffix.size() &&
+      main_csv.compare(main_csv.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return main_csv.substr(0, main_csv.size() - suffix.size()) + "_sweep.csv";
+  }
+  return main_csv + "_sweep.csv";
+}
+
+}  // namespace pipeline_multi_stage

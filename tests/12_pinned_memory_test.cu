@@ -496,6 +496,10 @@ TEST_F(GpuPinnedMemoryTiming, LargePinnedCopyIsStillInFlightWhenTheCallReturns) 
                                            cudaMemcpyHostToDevice, stream);
         c = pinned_memory::verify_hash(device.data(), n, seed, stream);
       } else {
+        // The H2D round above overwrote the device copy with `seed`: refill it with
+        // seed + 1 (ordered before the copy on the same stream), then poison the host.
+        course::fill_hash(device.span(), seed + 1, stream);
+        COURSE_CHECK(cudaStreamSynchronize(stream));
         std::memset(host.data(), course::kPoisonByte, host.bytes());
         t = pinned_memory::time_async_copy(host.data(), device.data(), host.bytes(),
                                            cudaMemcpyDeviceToHost, stream);

@@ -152,7 +152,9 @@ __device__ void start_batch(uint4* buffer, const std::uint32_t* in, std::size_t 
   //         zero_fill_bytes(count, chunk): the valid bytes are copied and the rest of the
   //         chunk is written with zeros, so shared memory is fully initialised; a chunk
   //         entirely past the end copies nothing (zfill 16) but still needs a valid source
-  //         address (use the batch's first chunk). Then, batch or no batch, close this
+  //         address (use the batch's first chunk), and the one chunk the input ends in is
+  //         copied word by word (4-byte copies, zero-filling the words past the end), so
+  //         that no copy reaches past the end of the input. Then, batch or no batch, close this
   //         thread's group with __pipeline_commit(): every thread must count the same
   //         groups, or __pipeline_wait_prior waits for the wrong batch.
   (void)buffer; (void)in; (void)k; (void)mine; (void)batch; (void)n;

@@ -71,8 +71,13 @@ def readme_table():
             verdict = "; ".join(lines_starting(text, "RESULT:")) or "-"
             rows.append(f"| {output.stem} | {gpu_name(text)} | {headline} | {target} | {verdict} |")
     rows.append("")
+    for d in gpu_dirs():
+        summary = d / "summary.txt"
+        if summary.exists():
+            rows.append(f"`docs/results/{d.name}`: {summary.read_text().splitlines()[0]}.  ")
     rows.append("Made by `tools/results_table.py` from `docs/results/*/NN_slug.txt`, the outputs of "
-                "`tools/gpu_pass.sh`; the full tables are in `docs/results/`.")
+                "`tools/gpu_pass.sh`; the full tables, test and sanitizer results are in "
+                "`docs/results/`.")
     return "\n".join(rows)
 
 

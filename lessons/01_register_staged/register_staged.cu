@@ -23,8 +23,9 @@
 namespace register_staged {
 namespace {
 
-using course::workload::combine;
-using course::workload::partner_index;
+using course::workload::combine_elements;
+using course::workload::combine_vectors;
+using course::workload::mirror_vector;
 
 /// Copies one batch of `count` elements into shared memory through registers.
 /// A full batch at coarse granularity moves 16-byte vectors; anything else moves single
@@ -54,17 +55,12 @@ __device__ void compute_batch(const std::uint32_t* shared, std::uint32_t* __rest
 #pragma unroll
     for (int v = 0; v < kVectorsPerThread; ++v) {
       const unsigned vector = v * blockDim.x + threadIdx.x;
-      const uint4 self = shared4[vector];
-      // Elements 4k..4k+3 mirror onto one vector whose elements come in reverse order:
-      // (4k + j) ^ 31 == ((4k) ^ 28) + 3 - j.
-      const uint4 mirror = shared4[vector ^ 7];
-      out4[vector] = make_uint4(combine(self.x, mirror.w), combine(self.y, mirror.z),
-                                combine(self.z, mirror.y), combine(self.w, mirror.x));
+      // The partners of this vector's four elements fill one other vector, in reverse
+      // order (course/workload.h); another thread staged it.
+      out4[vector] = combine_vectors(shared4[vector], shared4[mirror_vector(vector)]);
     }
   } else {
-    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
-      batch_out[i] = combine(shared[i], shared[partner_index(first + i, n) - first]);
-    }
+    combine_elements(shared, batch_out, first, count, n, threadIdx.x, blockDim.x);
   }
 }
 

@@ -39,8 +39,9 @@ namespace cg_memcpy_async {
 namespace {
 
 namespace cg = cooperative_groups;
-using course::workload::combine;
-using course::workload::partner_index;
+using course::workload::combine_elements;
+using course::workload::combine_vectors;
+using course::workload::mirror_vector;
 
 /// Elements of the batch that starts at `first`: `batch`, or fewer for the last batch.
 __device__ std::size_t elements_in_batch(std::size_t first, std::size_t batch, std::size_t n) {
@@ -78,19 +79,14 @@ __device__ void compute_batch(const std::uint32_t* shared, std::uint32_t* __rest
 #pragma unroll
     for (int v = 0; v < register_staged::kVectorsPerThread; ++v) {
       const unsigned vector = v * blockDim.x + threadIdx.x;
-      const uint4 self = shared4[vector];
-      // Elements 4k..4k+3 mirror onto one vector whose elements come in reverse order:
-      // (4k + j) ^ 31 == ((4k) ^ 28) + 3 - j.
-      const uint4 mirror = shared4[vector ^ 7];
-      out4[vector] = make_uint4(combine(self.x, mirror.w), combine(self.y, mirror.z),
-                                combine(self.z, mirror.y), combine(self.w, mirror.x));
+      // The partners of this vector's four elements fill one other vector, in reverse
+      // order (course/workload.h); another thread staged it.
+      out4[vector] = combine_vectors(shared4[vector], shared4[mirror_vector(vector)]);
     }
   } else {
     // Only the first `count` elements were copied: never read past them (the rest of the
     // buffer holds an older batch, or nothing at all).
-    for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
-      batch_out[i] = combine(shared[i], shared[partner_index(first + i, n) - first]);
-    }
+    combine_elements(shared, batch_out, first, count, n, threadIdx.x, blockDim.x);
   }
 }
 

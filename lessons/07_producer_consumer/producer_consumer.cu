@@ -66,8 +66,9 @@ struct ProducerWarps {
 namespace {
 
 namespace cg = cooperative_groups;
-using course::workload::combine;
-using course::workload::partner_index;
+using course::workload::combine_elements;
+using course::workload::combine_vectors;
+using course::workload::mirror_vector;
 
 /// Where one of the block's batches lies in the input.
 struct Batch {
@@ -136,18 +137,13 @@ __device__ void compute_batch(const uint4* staged, std::uint32_t* __restrict__ o
     const std::size_t vectors = batch / 4;
     uint4* out4 = reinterpret_cast<uint4*>(out + b.first);
     for (std::size_t v = share.rank; v < vectors; v += share.count) {
-      const uint4 self = staged[v];
-      // Elements 4j..4j+3 mirror onto vector j ^ 7, in reverse order: (4j + q) ^ 31 ==
-      // 4 (j ^ 7) + 3 - q. Another thread's copy put the partner there.
-      const uint4 mirror = staged[v ^ 7];
-      out4[v] = make_uint4(combine(self.x, mirror.w), combine(self.y, mirror.z),
-                           combine(self.z, mirror.y), combine(self.w, mirror.x));
+      // The partners of this vector's four elements fill one other vector, in reverse
+      // order (course/workload.h); another thread staged it.
+      out4[v] = combine_vectors(staged[v], staged[mirror_vector(v)]);
     }
   } else {
     const std::uint32_t* staged1 = reinterpret_cast<const std::uint32_t*>(staged);
-    for (std::size_t i = share.rank; i < b.count; i += share.count) {
-      out[b.first + i] = combine(staged1[i], staged1[partner_index(b.first + i, n) - b.first]);
-    }
+    combine_elements(staged1, out + b.first, b.first, b.count, n, share.rank, share.count);
   }
 }
 

@@ -282,8 +282,9 @@ __device__ __forceinline__ bool phase_completed(std::uint64_t* barrier, unsigned
 
 namespace {
 
-using course::workload::combine;
-using course::workload::partner_index;
+using course::workload::combine_elements;
+using course::workload::combine_vectors;
+using course::workload::mirror_vector;
 
 /// How long (clock64 cycles, about 2.5 ms) lane 0 watches its warp's counting barrier before
 /// it concludes that the arrive-ons delivered fewer arrivals than one per thread.
@@ -445,16 +446,12 @@ __device__ void compute_batch(const std::uint32_t* staged, std::uint32_t* __rest
 #pragma unroll
     for (int v = 0; v < kVectorsPerThread; ++v) {
       const unsigned vector = v * blockDim.x + threadIdx.x;
-      const uint4 self = staged4[vector];
-      // Elements 4j..4j+3 mirror onto vector j ^ 7, in reverse order.
-      const uint4 mirror = staged4[vector ^ 7];
-      out4[vector] = make_uint4(combine(self.x, mirror.w), combine(self.y, mirror.z),
-                                combine(self.z, mirror.y), combine(self.w, mirror.x));
+      // The partners of this vector's four elements fill one other vector, in reverse
+      // order (course/workload.h); another thread staged it.
+      out4[vector] = combine_vectors(staged4[vector], staged4[mirror_vector(vector)]);
     }
   } else {
-    for (std::size_t i = threadIdx.x; i < b.count; i += blockDim.x) {
-      out[b.first + i] = combine(staged[i], staged[partner_index(b.first + i, n) - b.first]);
-    }
+    combine_elements(staged, out + b.first, b.first, b.count, n, threadIdx.x, blockDim.x);
   }
 }
 

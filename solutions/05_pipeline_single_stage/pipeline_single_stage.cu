@@ -54,8 +54,9 @@ namespace pipeline_single_stage {
 namespace {
 
 namespace cg = cooperative_groups;
-using course::workload::combine;
-using course::workload::partner_index;
+using course::workload::combine_elements;
+using course::workload::combine_vectors;
+using course::workload::mirror_vector;
 
 using ThreadPipeline = cuda::pipeline<cuda::thread_scope_thread>;
 using BlockPipeline = cuda::pipeline<cuda::thread_scope_block>;
@@ -90,15 +91,12 @@ __device__ void compute_batch(const std::uint32_t* staged, std::uint32_t* __rest
 #pragma unroll
     for (int v = 0; v < kVectorsPerThread; ++v) {
       const unsigned vector = v * blockDim.x + threadIdx.x;
-      const uint4 self = staged4[vector];
-      const uint4 mirror = staged4[vector ^ 7];
-      out4[vector] = make_uint4(combine(self.x, mirror.w), combine(self.y, mirror.z),
-                                combine(self.z, mirror.y), combine(self.w, mirror.x));
+      // The partners of this vector's four elements fill one other vector, in reverse
+      // order (course/workload.h); another thread staged it.
+      out4[vector] = combine_vectors(staged4[vector], staged4[mirror_vector(vector)]);
     }
   } else {
-    for (std::size_t i = threadIdx.x; i < b.count; i += blockDim.x) {
-      batch_out[i] = combine(staged[i], staged[partner_index(b.first + i, n) - b.first]);
-    }
+    combine_elements(staged, batch_out, b.first, b.count, n, threadIdx.x, blockDim.x);
   }
 }
 

@@ -47,8 +47,9 @@ namespace pipeline_multi_stage {
 namespace {
 
 namespace cg = cooperative_groups;
-using course::workload::combine;
-using course::workload::partner_index;
+using course::workload::combine_elements;
+using course::workload::combine_vectors;
+using course::workload::mirror_vector;
 
 /// Where one of the block's batches lies in the input.
 struct Batch {
@@ -72,17 +73,12 @@ __device__ void compute_batch(const std::uint32_t* staged, std::uint32_t* __rest
     uint4* out4 = reinterpret_cast<uint4*>(out + b.first);
     for (int v = 0; v < vectors_per_thread; ++v) {
       const unsigned vector = v * blockDim.x + threadIdx.x;
-      const uint4 self = staged4[vector];
-      // Elements 4j..4j+3 mirror onto vector j ^ 7, in reverse order: (4j + q) ^ 31 ==
-      // 4 (j ^ 7) + 3 - q. The partner was staged by another thread.
-      const uint4 mirror = staged4[vector ^ 7];
-      out4[vector] = make_uint4(combine(self.x, mirror.w), combine(self.y, mirror.z),
-                                combine(self.z, mirror.y), combine(self.w, mirror.x));
+      // The partners of this vector's four elements fill one other vector, in reverse
+      // order (course/workload.h); another thread staged it.
+      out4[vector] = combine_vectors(staged4[vector], staged4[mirror_vector(vector)]);
     }
   } else {
-    for (std::size_t i = threadIdx.x; i < b.count; i += blockDim.x) {
-      out[b.first + i] = combine(staged[i], staged[partner_index(b.first + i, n) - b.first]);
-    }
+    combine_elements(staged, out + b.first, b.first, b.count, n, threadIdx.x, blockDim.x);
   }
 }
 

@@ -109,4 +109,41 @@ TEST(Workload, ReferenceCombinesEachElementWithItsPartner) {
   EXPECT_EQ(course::workload::bytes_moved(10), 80.0);
 }
 
+TEST(Workload, VectorComputeEqualsTheReference) {
+  // A full batch of 256 elements read as 64 uint4 vectors: every vector's outputs come from
+  // itself and its mirror vector, and must equal the element-wise reference.
+  constexpr std::size_t n = 256;
+  std::vector<std::uint32_t> in(n), expected(n), actual(n, 0);
+  course::fill_hash_host(in, 11);
+  course::workload::reference(in, expected);
+  for (std::size_t v = 0; v < n / 4; ++v) {
+    const std::size_t m = course::workload::mirror_vector(v);
+    ASSERT_LT(m, n / 4);
+    const uint4 self = make_uint4(in[4 * v], in[4 * v + 1], in[4 * v + 2], in[4 * v + 3]);
+    const uint4 mirror = make_uint4(in[4 * m], in[4 * m + 1], in[4 * m + 2], in[4 * m + 3]);
+    const uint4 out = course::workload::combine_vectors(self, mirror);
+    actual[4 * v] = out.x;
+    actual[4 * v + 1] = out.y;
+    actual[4 * v + 2] = out.z;
+    actual[4 * v + 3] = out.w;
+  }
+  EXPECT_EQ(actual, expected);
+}
+
+TEST(Workload, ElementComputeOfAPartialBatchEqualsTheReference) {
+  // The last batch of an input of 100 elements in batches of 64 starts at 64 and holds 36;
+  // three "threads" share it. Nothing outside the batch may be written.
+  constexpr std::size_t n = 100, first = 64, count = n - first;
+  std::vector<std::uint32_t> in(n), expected(n);
+  course::fill_hash_host(in, 12);
+  course::workload::reference(in, expected);
+  std::vector<std::uint32_t> out(n, 7u);
+  for (std::size_t rank = 0; rank < 3; ++rank) {
+    course::workload::combine_elements(in.data() + first, out.data() + first, first, count, n,
+                                       rank, 3);
+  }
+  for (std::size_t i = 0; i < first; ++i) ASSERT_EQ(out[i], 7u) << i;
+  for (std::size_t i = first; i < n; ++i) ASSERT_EQ(out[i], expected[i]) << i;
+}
+
 }  // namespace

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""CPU tests of tools/sanitize.py: every branch of its verdict, on made-up tool output,
+and one end-to-end run through a stand-in for compute-sanitizer."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import sanitize  # noqa: E402
+
+MISSING_WAIT = "========= Barrier error detected. Missing wait.\n" \
+               "=========     at one_stage_kernel+0x1a0\n" \
+               "=========     by thread (3,0,0) in block (1,0,0)\n"
+DIVERGENT = "========= Barrier error detected. Divergent thread(s) in block.\n" \
+            "=========     at divergent_kernel+0x80\n" \
+            "=========     by thread (64,0,0) in block (0,0,0)\n"
+OOB = "========= Invalid __global__ read of size 16 bytes\n" \
+      "=========     at pipeline_kernel+0x300\n"
+
+
+def scan_of(text: str) -> sanitize.Scan:
+    scan = sanitize.Scan()
+    for line in text.splitlines(keepends=True):
+        scan.feed(line)
+    return scan
+
+
+def output(*reports: str, errors: int, passed: bool = True) -> str:
+    body = "========= COMPUTE-SANITIZER\nlesson output\n"
+    body += "".join(reports)
+    body += "RESULT: PASS\n" if passed else "RESULT: FAIL\n"
+    return body + f"========= ERROR SUMMARY: {errors} error{'s' if errors != 1 else ''}\n"
+
+
+OLD, NEW = (2025, 3), (2025, 4)
+
+
+class Judge(unittest.TestCase):
+    def test_clean_run_passes(self):
+        v = sanitize.judge("memcheck", 0, scan_of(output(errors=0)), OLD)
+        self.assertTrue(v.ok, v.reason)
+
+    def test_clean_run_of_a_failing_program_fails(self):
+        v = sanitize.judge("memcheck", 1, scan_of(output(errors=0, passed=False)), OLD)
+        self.assertFalse(v.ok)
+
+    def test_any_memcheck_error_fails(self):
+        v = sanitize.judge("memcheck", 99, scan_of(output(OOB, errors=1)), OLD)
+        self.assertFalse(v.ok)
+        self.assertIn("Invalid __global__ read", v.reason)
+
+    def test_missing_summary_means_the_tool_did_not_finish(self):
+        v = sanitize.judge("synccheck", 0, scan_of("RESULT: PASS\n"), OLD)
+        self.assertFalse(v.ok)
+        self.assertIn("did not finish", v.reason)
+
+    def test_known_false_positive_is_set_aside_on_an_old_tool(self):
+        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT * 3, errors=3)), OLD)
+        self.assertTrue(v.ok, v.reason)
+        self.assertIn("known false positive", v.reason)
+
+    def test_known_false_positive_counts_on_a_fixed_tool(self):
+        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT, errors=1)), NEW)
+        self.assertFalse(v.ok)
+
+    def test_unknown_version_gets_no_allowance(self):
+        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT, errors=1)), None)
+        self.assertFalse(v.ok)
+
+    def test_missing_wait_from_another_tool_is_not_set_aside(self):
+        v = sanitize.judge("racecheck", 99, scan_of(output(MISSING_WAIT, errors=1)), OLD)
+        self.assertFalse(v.ok)
+
+    def test_any_other_barrier_error_fails_even_beside_the_known_one(self):
+        v = sanitize.judge("synccheck", 99,
+                           scan_of(output(MISSING_WAIT, DIVERGENT, errors=2)), OLD)
+        self.assertFalse(v.ok)
+        self.assertIn("Divergent", v.reason)
+
+    def test_errors_not_all_printed_are_not_set_aside(self):
+        # 5 counted, 2 printed: the other 3 could be anything.
+        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT * 2, errors=5)), OLD)
+        self.assertFalse(v.ok)
+
+    def test_false_positive_needs_checked_values(self):
+        v = sanitize.judge("synccheck", 99,
+                           scan_of(output(MISSING_WAIT, errors=1, passed=False)), OLD)
+        self.assertFalse(v.ok)
+
+    def test_barrier_table_overflow_is_never_trusted(self):
+        text = "Warning: Detected overflow of tracked cuda::barrier structures.\n" + \
+               output(errors=0)
+        v = sanitize.judge("synccheck", 0, scan_of(text), OLD)
+        self.assertFalse(v.ok)
+
+    def test_racecheck_summary_counts_errors(self):
+        text = "========= RACECHECK SUMMARY: 2 hazards displayed (1 errors, 1 warnings)\n"
+        scan = scan_of("RESULT: PASS\n" + text)
+        self.assertEqual(scan.error_summary, 1)
+        self.assertFalse(sanitize.judge("racecheck", 99, scan, OLD).ok)
+        clean = scan_of("RESULT: PASS\n========= RACECHECK SUMMARY: 0 hazards displayed "
+                        "(0 errors, 0 warnings)\n")
+        self.assertTrue(sanitize.judge("racecheck", 0, clean, OLD).ok)
+
+    def test_version_parsing(self):
+        text = "NVIDIA (R) Compute Sanitizer\nCopyright (c) 2020-2025 NVIDIA Corporation\n" \
+               "Version 2025.3.0.0 (build 36405345) (public-release)\n"
+        self.assertEqual(sanitize.parse_version(text), (2025, 3))
+        self.assertIsNone(sanitize.parse_version("no version here"))
+
+
+class EndToEnd(unittest.TestCase):
+    """main() against a stand-in sanitizer that prints canned output."""
+
+    def run_wrapper(self, canned: str, exit_status: int, tool: str = "synccheck"):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Path(tmp) / "compute-sanitizer"
+            fake.write_text(textwrap.dedent(f"""\
+                #!{sys.executable}
+                import sys
+                if "--version" in sys.argv:
+                    print("Version 2025.3.0.0 (build 1)")
+                    sys.exit(0)
+                sys.stdout.write({canned!r})
+                sys.exit({exit_status})
+                """))
+            fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+            log = Path(tmp) / "log.txt"
+            proc = subprocess.run(
+                [sys.executable, str(ROOT / "tools" / "sanitize.py"), "--sanitizer", str(fake),
+                 "--tool", tool, "--log", str(log), "--", "program", "--quick"],
+                capture_output=True, text=True, timeout=60, env=dict(os.environ))
+            return proc, log.read_text()
+
+    def test_many_known_reports_pass_and_are_summarised(self):
+        proc, log = self.run_wrapper(output(MISSING_WAIT * 50, errors=50), 99)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("50 x Barrier error detected. Missing wait.", proc.stdout)
+        self.assertIn("counted, not shown", proc.stdout)
+        self.assertEqual(log.count("Missing wait"), 50)  # the log keeps everything
+        self.assertLess(proc.stdout.count("Missing wait"), 20)
+
+    def test_real_error_fails(self):
+        proc, _ = self.run_wrapper(output(DIVERGENT, errors=1), 99)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("FAIL", proc.stdout)
+
+    def test_program_skip_is_passed_on(self):
+        proc, _ = self.run_wrapper("no CUDA device\n", 77)
+        self.assertEqual(proc.returncode, 77)
+
+    def test_usage_error(self):
+        proc = subprocess.run([sys.executable, str(ROOT / "tools" / "sanitize.py"),
+                               "--sanitizer", "x", "--tool", "memcheck"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -7,6 +7,10 @@
 # test set, integrity, sanitize), then every lesson's solution executable at full size,
 # writing logs, JUnit files and CSVs to OUTDIR, and prints a summary last (also saved as
 # OUTDIR/summary.txt). Exits non-zero when anything failed.
+#
+# COURSE_PASS_STEPS picks the steps (default "build tests integrity exes sanitize"; add
+# "tour" for the student-facing tour): a pass too long for one call can be split in two
+# calls on the same warm machine, e.g. "build tests integrity sanitize", then "build exes".
 set -u
 out=${1:?usage: tools/gpu_pass.sh OUTDIR [PRESET]}
 preset=${2:-quick}
@@ -18,6 +22,9 @@ build="build/$preset"
 status=0
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
+steps=" ${COURSE_PASS_STEPS:-build tests integrity exes sanitize} "
+[ "${COURSE_PASS_TOUR:-0}" = 1 ] && steps+="tour "
+wanted() { [[ "$steps" == *" $1 "* ]]; }
 
 step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remember the verdict
   local name=$1 log=$2 limit=$3
@@ -32,16 +39,25 @@ step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remem
 "$build/bin/course_gpu_probe" >/dev/null 2>&1 || true  # may not exist yet
 # COURSE_CONFIGURE_ARGS: extra cmake arguments, e.g. -DCOURSE_LESSON_FILTER='^(00|01)_'
 # shellcheck disable=SC2086
-step configure configure.log 60 cmake --preset "$preset" ${COURSE_CONFIGURE_ARGS:-}
-step build build.log 300 cmake --build --preset "$preset" -j "$(nproc)"
+if wanted build; then
+  step configure configure.log 60 cmake --preset "$preset" ${COURSE_CONFIGURE_ARGS:-}
+  step build build.log 300 cmake --build --preset "$preset" -j "$(nproc)"
+fi
 probe=$("$build/bin/course_gpu_probe" 2>&1)
 note "device: $probe"
+note "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -E '^Version' || echo 'not found')"
 
-step "tests (default set)" tests.log 300 ctest --preset "$preset" -j 12 --output-junit "$out/junit-tests.xml"
-step "integrity" integrity.log 200 ctest --test-dir "$build" --output-on-failure \
-  --output-junit "$out/junit-integrity.xml" -L '^integrity$' -j 8
+if wanted tests; then
+  step "tests (default set)" tests.log 300 ctest --preset "$preset" -j 12 \
+    --output-junit "$out/junit-tests.xml"
+fi
+if wanted integrity; then
+  step "integrity" integrity.log 200 ctest --test-dir "$build" --output-on-failure \
+    --output-junit "$out/junit-integrity.xml" -L '^integrity$' -j 8
+fi
 
 for exe in "$build"/bin/[0-9][0-9]_*_solution; do
+  wanted exes || break
   name=$(basename "$exe" _solution)
   timeout --kill-after=10 "${COURSE_EXE_LIMIT:-120}" "$exe" --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
   rc=$?
@@ -51,16 +67,18 @@ for exe in "$build"/bin/[0-9][0-9]_*_solution; do
 done
 
 # Sanitizers last: the slowest step, and the one a time limit may cut short.
-step "sanitize" sanitize.log "${COURSE_SANITIZE_LIMIT:-600}" ctest --test-dir "$build" \
-  --output-on-failure --output-junit "$out/junit-sanitize.xml" -L '^sanitize$' -j 16
+if wanted sanitize; then
+  step "sanitize" sanitize.log "${COURSE_SANITIZE_LIMIT:-600}" ctest --test-dir "$build" \
+    --output-on-failure --output-junit "$out/junit-sanitize.xml" -L '^sanitize$' -j 16
+fi
 
-# The tour (COURSE_PASS_TOUR=1): the student-facing command that runs every solution.
-if [ "${COURSE_PASS_TOUR:-0}" = 1 ]; then
+# The tour: the student-facing command that runs every solution.
+if wanted tour; then
   step "tour (--quick)" tour.log 300 ./course tour --preset "$preset" -- --quick
 fi
 
 {
-  echo "GPU pass on $(date -u '+%Y-%m-%d %H:%M UTC'), preset $preset, commit ${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "GPU pass on $(date -u '+%Y-%m-%d %H:%M UTC'), preset $preset, steps:${steps% }, commit ${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   printf '%s\n' "${summary[@]}"
   echo "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 } | tee "$out/summary.txt"

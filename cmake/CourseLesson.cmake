@@ -147,13 +147,13 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
   endforeach()
 
   # sanitize (GPU only): the solution under every compute-sanitizer tool, zero errors,
-  # as judged by tools/sanitize.py (which sets aside one known false positive of the
-  # CUDA 13.0 synccheck, and nothing else).
+  # as judged by tools/sanitize.py (which says which kernels the CUDA 13.0 synccheck
+  # cannot check, and why).
   if(COURSE_COMPUTE_SANITIZER)
     foreach(tool memcheck racecheck synccheck initcheck)
       add_test(NAME L${number}.sanitize.${tool}
         COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/sanitize.py"
-                --sanitizer "${COURSE_COMPUTE_SANITIZER}" --tool ${tool}
+                --sanitizer "${COURSE_COMPUTE_SANITIZER}" --tool ${tool} ${COURSE_SANITIZE_PTX}
                 -- $<TARGET_FILE:${name}_solution> --quick --warmup 0 --iters 1)
       set_tests_properties(L${number}.sanitize.${tool} PROPERTIES
         LABELS "L${number};sanitize;gpu" TIMEOUT ${COURSE_SANITIZE_TIMEOUT} SKIP_RETURN_CODE 77)

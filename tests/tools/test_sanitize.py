@@ -40,81 +40,93 @@ def output(*reports: str, errors: int, passed: bool = True) -> str:
     return body + f"========= ERROR SUMMARY: {errors} error{'s' if errors != 1 else ''}\n"
 
 
-OLD, NEW = (2025, 3), (2025, 4)
-
-
 class Judge(unittest.TestCase):
     def test_clean_run_passes(self):
-        v = sanitize.judge("memcheck", 0, scan_of(output(errors=0)), OLD)
+        v = sanitize.judge(0, scan_of(output(errors=0)))
         self.assertTrue(v.ok, v.reason)
 
     def test_clean_run_of_a_failing_program_fails(self):
-        v = sanitize.judge("memcheck", 1, scan_of(output(errors=0, passed=False)), OLD)
+        v = sanitize.judge(1, scan_of(output(errors=0, passed=False)))
         self.assertFalse(v.ok)
 
-    def test_any_memcheck_error_fails(self):
-        v = sanitize.judge("memcheck", 99, scan_of(output(OOB, errors=1)), OLD)
+    def test_any_error_fails(self):
+        v = sanitize.judge(99, scan_of(output(OOB, errors=1)))
         self.assertFalse(v.ok)
         self.assertIn("Invalid __global__ read", v.reason)
 
+    def test_missing_wait_fails_and_says_why_it_may_be_there(self):
+        v = sanitize.judge(99, scan_of(output(MISSING_WAIT * 3, errors=3)))
+        self.assertFalse(v.ok)
+        self.assertIn("3 x 'Barrier error detected. Missing wait.'", v.reason)
+        self.assertIn("not excluded", v.reason)
+
     def test_missing_summary_means_the_tool_did_not_finish(self):
-        v = sanitize.judge("synccheck", 0, scan_of("RESULT: PASS\n"), OLD)
+        v = sanitize.judge(0, scan_of("RESULT: PASS\n"))
         self.assertFalse(v.ok)
         self.assertIn("did not finish", v.reason)
-
-    def test_known_false_positive_is_set_aside_on_an_old_tool(self):
-        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT * 3, errors=3)), OLD)
-        self.assertTrue(v.ok, v.reason)
-        self.assertIn("known false positive", v.reason)
-
-    def test_known_false_positive_counts_on_a_fixed_tool(self):
-        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT, errors=1)), NEW)
-        self.assertFalse(v.ok)
-
-    def test_unknown_version_gets_no_allowance(self):
-        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT, errors=1)), None)
-        self.assertFalse(v.ok)
-
-    def test_missing_wait_from_another_tool_is_not_set_aside(self):
-        v = sanitize.judge("racecheck", 99, scan_of(output(MISSING_WAIT, errors=1)), OLD)
-        self.assertFalse(v.ok)
-
-    def test_any_other_barrier_error_fails_even_beside_the_known_one(self):
-        v = sanitize.judge("synccheck", 99,
-                           scan_of(output(MISSING_WAIT, DIVERGENT, errors=2)), OLD)
-        self.assertFalse(v.ok)
-        self.assertIn("Divergent", v.reason)
-
-    def test_errors_not_all_printed_are_not_set_aside(self):
-        # 5 counted, 2 printed: the other 3 could be anything.
-        v = sanitize.judge("synccheck", 99, scan_of(output(MISSING_WAIT * 2, errors=5)), OLD)
-        self.assertFalse(v.ok)
-
-    def test_false_positive_needs_checked_values(self):
-        v = sanitize.judge("synccheck", 99,
-                           scan_of(output(MISSING_WAIT, errors=1, passed=False)), OLD)
-        self.assertFalse(v.ok)
 
     def test_barrier_table_overflow_is_never_trusted(self):
         text = "Warning: Detected overflow of tracked cuda::barrier structures.\n" + \
                output(errors=0)
-        v = sanitize.judge("synccheck", 0, scan_of(text), OLD)
-        self.assertFalse(v.ok)
+        self.assertFalse(sanitize.judge(0, scan_of(text)).ok)
 
     def test_racecheck_summary_counts_errors(self):
         text = "========= RACECHECK SUMMARY: 2 hazards displayed (1 errors, 1 warnings)\n"
         scan = scan_of("RESULT: PASS\n" + text)
         self.assertEqual(scan.error_summary, 1)
-        self.assertFalse(sanitize.judge("racecheck", 99, scan, OLD).ok)
+        self.assertFalse(sanitize.judge(99, scan).ok)
         clean = scan_of("RESULT: PASS\n========= RACECHECK SUMMARY: 0 hazards displayed "
                         "(0 errors, 0 warnings)\n")
-        self.assertTrue(sanitize.judge("racecheck", 0, clean, OLD).ok)
+        self.assertTrue(sanitize.judge(0, clean).ok)
 
     def test_version_parsing(self):
         text = "NVIDIA (R) Compute Sanitizer\nCopyright (c) 2020-2025 NVIDIA Corporation\n" \
-               "Version 2025.3.0.0 (build 36405345) (public-release)\n"
+               "Version 2025.3.1.0 (build 36400806) (public-release)\n"
         self.assertEqual(sanitize.parse_version(text), (2025, 3))
         self.assertIsNone(sanitize.parse_version("no version here"))
+
+
+PTX = """
+.visible .entry _Z9with_cccl(
+.param .u64 a
+)
+{
+cp.async.ca.shared.global [%r1], [%rd1], 4;
+cp.async.mbarrier.arrive.shared.b64 [%r2];
+mbarrier.arrive.shared.b64 %rd3, [%r2];
+}
+.visible .entry _Z10with_noinc(
+{
+cp.async.mbarrier.arrive.noinc.shared.b64 [%r2];
+}
+.entry _Z5plain(
+{
+ld.global.u32 %r1, [%rd1];
+}
+.func  (.param .b32 func_retval0) _Z6helperv(
+{
+cp.async.mbarrier.arrive.shared.b64 [%r9];
+}
+.entry _Z6second(
+{
+cp.async.mbarrier.arrive.shared.b64 [%r2];
+cp.async.mbarrier.arrive.shared.b64 [%r3];
+}
+"""
+
+
+class PtxScan(unittest.TestCase):
+    def test_only_kernels_with_the_plain_arrive_are_excluded(self):
+        entries, funcs = sanitize.kernels_synccheck_cannot_check(PTX)
+        self.assertEqual(entries, ["_Z9with_cccl", "_Z6second"])
+        self.assertEqual(funcs, ["_Z6helperv"])
+
+    def test_exclusion_argument_names_every_kernel(self):
+        args = sanitize.tool_arguments("synccheck", ["_Z1a", "_Z1b"])
+        self.assertIn("--num-cuda-barriers", args)
+        self.assertEqual(args[args.index("--kernel-name-exclude") + 1], "regex=(_Z1a|_Z1b)")
+        self.assertNotIn("--kernel-name-exclude", sanitize.tool_arguments("synccheck", []))
+        self.assertIn("--leak-check", sanitize.tool_arguments("memcheck", []))
 
 
 class EndToEnd(unittest.TestCase):
@@ -140,9 +152,14 @@ class EndToEnd(unittest.TestCase):
                 capture_output=True, text=True, timeout=60, env=dict(os.environ))
             return proc, log.read_text()
 
-    def test_many_known_reports_pass_and_are_summarised(self):
-        proc, log = self.run_wrapper(output(MISSING_WAIT * 50, errors=50), 99)
+    def test_clean_run_passes(self):
+        proc, _ = self.run_wrapper(output(errors=0), 0)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("PASS: clean: 0 errors", proc.stdout)
+
+    def test_many_reports_fail_and_are_summarised(self):
+        proc, log = self.run_wrapper(output(MISSING_WAIT * 50, errors=50), 99)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("50 x Barrier error detected. Missing wait.", proc.stdout)
         self.assertIn("counted, not shown", proc.stdout)
         self.assertEqual(log.count("Missing wait"), 50)  # the log keeps everything

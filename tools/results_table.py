@@ -99,6 +99,17 @@ def results_page(d):
     return "\n".join(page)
 
 
+def clashing_pictures():
+    """Picture names used in more than one GPU folder. Doxygen finds an image by its file
+    name alone, so two folders holding the same name make the docs build fail (and would
+    show one GPU's picture on the other's page). Name pictures NN_what-<gpu folder>.png."""
+    seen = {}
+    for d in gpu_dirs():
+        for picture in list(d.glob("*.png")) + list(d.glob("*.svg")):
+            seen.setdefault(picture.name, []).append(d.name)
+    return {name: dirs for name, dirs in seen.items() if len(dirs) > 1}
+
+
 def expected_files():
     """Every generated file and the text it must hold."""
     files = {}
@@ -119,6 +130,13 @@ def main():
     args = parser.parse_args()
     if args.import_dir:
         import_pass(args.import_dir)
+    clashes = clashing_pictures()
+    for name, dirs in sorted(clashes.items()):
+        print(f"picture {name} is in {', '.join(dirs)}: Doxygen finds images by file name "
+              f"alone; name it {pathlib.Path(name).stem}-<gpu folder>{pathlib.Path(name).suffix}",
+              file=sys.stderr)
+    if clashes:
+        sys.exit(1)
     stale = 0
     for path, text in expected_files().items():
         current = path.read_text() if path.exists() else ""

@@ -1,6 +1,6 @@
 // synccheck_probe: three tiny kernels that pin down what compute-sanitizer's synccheck
 // reports for asynchronous copies completed through an mbarrier (tools/sanitize.py uses
-// the answer). Each copies 1000 ints into shared memory, waits, and writes them back
+// the answer). Each copies 1000 words into shared memory, waits, and writes them back
 // doubled; the host checks every element and prints "RESULT: PASS" only when all match.
 //
 //   synccheck_probe cccl    cuda::memcpy_async(block, ..., cuda::barrier): on sm_80/sm_90
@@ -23,36 +23,38 @@
 #include <iostream>
 #include <vector>
 
+#include "course/buffers.h"
 #include "course/check.h"
+#include "course/data.h"
 #include "course/device.h"
 
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kElements = 1000;  // not a multiple of 4 ints: CCCL cannot use 16-byte copies
+constexpr int kElements = 1000;  // not a multiple of 4 words: CCCL cannot use 16-byte copies
 
 using BlockBarrier = cuda::barrier<cuda::thread_scope_block>;
 
 // A __shared__ barrier is never constructed; thread 0 init()s it (see lesson 03).
 #pragma nv_diag_suppress static_var_with_dynamic_init
 
-__device__ void write_doubled(const int* staged, int* out) {
+__device__ void write_doubled(const std::uint32_t* staged, std::uint32_t* out) {
   for (int i = threadIdx.x; i < kElements; i += blockDim.x) out[i] = 2 * staged[i];
 }
 
-__global__ void cccl_kernel(const int* in, int* out) {
-  __shared__ int staged[kElements];
+__global__ void cccl_kernel(const std::uint32_t* in, std::uint32_t* out) {
+  __shared__ std::uint32_t staged[kElements];
   __shared__ BlockBarrier barrier;
   auto block = cooperative_groups::this_thread_block();
   if (block.thread_rank() == 0) init(&barrier, block.size());
   block.sync();
-  cuda::memcpy_async(block, staged, in, sizeof(int) * kElements, barrier);
+  cuda::memcpy_async(block, staged, in, sizeof(std::uint32_t) * kElements, barrier);
   barrier.arrive_and_wait();
   write_doubled(staged, out);
 }
 
-__global__ void noinc_kernel(const int* in, int* out) {
-  __shared__ int staged[kElements];
+__global__ void noinc_kernel(const std::uint32_t* in, std::uint32_t* out) {
+  __shared__ std::uint32_t staged[kElements];
   __shared__ std::uint64_t barrier;  // a raw mbarrier
   const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(&barrier));
   if (threadIdx.x == 0) {
@@ -79,8 +81,8 @@ __global__ void noinc_kernel(const int* in, int* out) {
   write_doubled(staged, out);
 }
 
-__global__ void divergent_kernel(const int* in, int* out) {
-  __shared__ int staged[kElements];
+__global__ void divergent_kernel(const std::uint32_t* in, std::uint32_t* out) {
+  __shared__ std::uint32_t staged[kElements];
   for (int i = threadIdx.x; i < kElements; i += blockDim.x) staged[i] = in[i];
   if (threadIdx.x < kThreads / 2) __syncthreads();  // WRONG on purpose: half the block
   __syncthreads();
@@ -89,32 +91,25 @@ __global__ void divergent_kernel(const int* in, int* out) {
 
 int run(const char* mode) {
   course::open_device(0);  // throws NoDevice (exit 77) without a usable GPU
-  std::vector<int> host_in(kElements);
-  for (int i = 0; i < kElements; ++i) host_in[i] = i * 7 - 3000;
-  int* in = nullptr;
-  int* out = nullptr;
-  COURSE_CHECK(cudaMalloc(&in, sizeof(int) * kElements));
-  COURSE_CHECK(cudaMalloc(&out, sizeof(int) * kElements));
-  COURSE_CHECK(cudaMemcpy(in, host_in.data(), sizeof(int) * kElements, cudaMemcpyHostToDevice));
-  COURSE_CHECK(cudaMemset(out, 0xFF, sizeof(int) * kElements));  // poison
+  course::DeviceBuffer<std::uint32_t> in(kElements), out(kElements);
+  course::fill_hash(in.span(), /*seed=*/99);
+  course::poison(out.data(), out.bytes());
   if (std::strcmp(mode, "cccl") == 0) {
-    cccl_kernel<<<1, kThreads>>>(in, out);
+    cccl_kernel<<<1, kThreads>>>(in.data(), out.data());
   } else if (std::strcmp(mode, "noinc") == 0) {
-    noinc_kernel<<<1, kThreads>>>(in, out);
+    noinc_kernel<<<1, kThreads>>>(in.data(), out.data());
   } else {
-    divergent_kernel<<<1, kThreads>>>(in, out);
+    divergent_kernel<<<1, kThreads>>>(in.data(), out.data());
   }
   COURSE_CHECK_LAUNCH();
   COURSE_CHECK(cudaDeviceSynchronize());
-  std::vector<int> host_out(kElements);
-  COURSE_CHECK(cudaMemcpy(host_out.data(), out, sizeof(int) * kElements, cudaMemcpyDeviceToHost));
-  COURSE_CHECK(cudaFree(in));
-  COURSE_CHECK(cudaFree(out));
-  int wrong = 0;
-  for (int i = 0; i < kElements; ++i) wrong += host_out[i] != 2 * host_in[i];
-  std::cout << "synccheck_probe " << mode << ": " << wrong << " of " << kElements
-            << " elements wrong\nRESULT: " << (wrong == 0 ? "PASS" : "FAIL") << "\n";
-  return wrong == 0 ? 0 : 1;
+  std::vector<std::uint32_t> expected = course::to_host(in.cspan());
+  for (std::uint32_t& v : expected) v *= 2;
+  const course::Comparison c =
+      course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+  std::cout << "synccheck_probe " << mode << ": " << c.summary()
+            << "\nRESULT: " << (c.ok() ? "PASS" : "FAIL") << "\n";
+  return c.ok() ? 0 : 1;
 }
 
 }  // namespace

@@ -225,16 +225,6 @@ int main(int argc, char** argv) {
     const auto time_ms = [&](const std::function<void(cudaStream_t)>& work) {
       return course::time_stream_work(work, stream, harness.warmup(), harness.iters()).median_ms;
     };
-    const auto stage_ms = [&](Stage stage, int of_chunks) {
-      return time_ms([&, stage, of_chunks](cudaStream_t s) {
-        overlap_transfers::issue_operation(stage, job, 0, of_chunks, s);
-      });
-    };
-    // One chunk's operation in steady state: all `chunks` chunks of one stage back to back
-    // in one stream, divided by the count. That is what the stage costs its engine per
-    // chunk inside a running pipeline: the fixed cost a chunk adds (a kernel's ramp-up and
-    // tail, a copy's set-up) is in it, while the launch latency that a lone operation also
-    // pays, and that a streamed run hides behind other work, is paid only once.
     const auto chunk_stage_ms = [&](Stage stage, int chunks) {
       return time_ms([&, stage, chunks](cudaStream_t s) {
                for (int c = 0; c < chunks; ++c) {
@@ -250,21 +240,21 @@ int main(int argc, char** argv) {
     if (rounds > 0) {
       job.rounds = rounds;
     } else if (!options.quick) {
-      const double h2d = stage_ms(Stage::h2d, 1);
+      const double h2d = chunk_stage_ms(Stage::h2d, 1);
       const int low = 8, high = 64;
       job.rounds = low;
-      const double t_low = stage_ms(Stage::kernel, 1);
+      const double t_low = chunk_stage_ms(Stage::kernel, 1);
       job.rounds = high;
-      const double t_high = stage_ms(Stage::kernel, 1);
+      const double t_high = chunk_stage_ms(Stage::kernel, 1);
       const double per_round = (t_high - t_low) / (high - low);
       const double wanted = balance_percent / 100.0 * h2d;
       const double r = per_round > 0 ? low + (wanted - t_low) / per_round : high;
       job.rounds = static_cast<int>(std::lround(
           std::clamp(std::isfinite(r) ? r : high, 1.0, static_cast<double>(kMaxRounds))));
     }
-    const double whole_h2d = stage_ms(Stage::h2d, 1);
-    const double whole_kernel = stage_ms(Stage::kernel, 1);
-    const double whole_d2h = stage_ms(Stage::d2h, 1);
+    const double whole_h2d = chunk_stage_ms(Stage::h2d, 1);
+    const double whole_kernel = chunk_stage_ms(Stage::kernel, 1);
+    const double whole_d2h = chunk_stage_ms(Stage::d2h, 1);
     std::cout << "\n  kernel: " << job.rounds << " trig rounds per element"
               << (rounds > 0 ? " (--rounds)"
                   : options.quick

@@ -24,7 +24,6 @@ status=0
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
 steps=" ${COURSE_PASS_STEPS:-build tests integrity exes sanitize} "
-[ "${COURSE_PASS_TOUR:-0}" = 1 ] && steps+="tour "
 wanted() { [[ "$steps" == *" $1 "* ]]; }
 
 step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remember the verdict

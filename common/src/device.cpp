@@ -16,9 +16,12 @@ DeviceSummary open_device(int ordinal) {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     // No driver, or no GPU behind it: not an error of the program, a machine it cannot use.
-    throw NoDevice(std::string("no CUDA device: ") + cudaGetErrorString(status));
+    // CUDA's own words for this ("CUDA driver version is insufficient for CUDA runtime
+    // version") mislead on a machine that simply has no GPU: say that first.
+    throw NoDevice(std::string("no GPU found (no NVIDIA driver or no device; CUDA says: ") +
+                   cudaGetErrorString(status) + ")");
   }
-  if (count == 0) throw NoDevice("no CUDA device found");
+  if (count == 0) throw NoDevice("no GPU found");
   if (ordinal < 0 || ordinal >= count) {
     throw NoDevice("--device " + std::to_string(ordinal) + " does not exist; this machine has " +
                    std::to_string(count) + " CUDA device(s)");

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "course/check.h"
+#include "course/roof.h"
 #include "course/timing.h"
 
 namespace course {
@@ -17,13 +19,24 @@ Harness::Harness(std::string lesson, const CommonOptions& options, const DeviceS
       warmup_(options.quick ? std::min(options.warmup, 1) : options.warmup),
       iters_(options.quick ? std::min(options.iters, 2) : options.iters) {}
 
+void Harness::unit(std::string name, double amount_per_unit) {
+  unit_ = std::move(name);
+  amount_per_unit_ = amount_per_unit;
+}
+
+namespace {
+double rate_of_amount(double amount, double ms, double amount_per_unit) {
+  return ms > 0 ? amount / (ms * 1e-3) / amount_per_unit : 0;
+}
+}  // namespace
+
 void Harness::reference(const std::string& name, double bytes,
                         std::function<void(cudaStream_t)> run) {
   const Timing t = time_stream_work(run, stream(), warmup_, iters_);
   reference_name_ = name;
-  reference_rate_ = gigabytes_per_second(bytes, t.median_ms);
-  ResultRow row{name, t.median_ms, *reference_rate_, 1.0, std::nullopt, "ref"};
-  measured_.push_back({row, bytes, true});
+  reference_rate_ = rate_of_amount(bytes, t.median_ms, amount_per_unit_);
+  ResultRow row{name, t.median_ms, *reference_rate_, 1.0, std::nullopt, "ref", std::nullopt};
+  measured_.push_back({"", {}, row, true});
 }
 
 void Harness::reference_d2d_copy(void* dst, const void* src, std::size_t bytes) {
@@ -32,8 +45,21 @@ void Harness::reference_d2d_copy(void* dst, const void* src, std::size_t bytes) 
   });
 }
 
-void Harness::run(const Variant& v) {
-  if (!options_.variant.empty() && options_.variant != v.name) return;
+void Harness::roof_sm_copy(void* dst, const void* src, std::size_t bytes) {
+  const SmCopyRoof roof =
+      measure_sm_copy_roof(dst, src, bytes, device_, stream(), warmup_, iters_);
+  roof_name_ = "SM copy roof";
+  roof_shape_ = roof.describe();
+  roof_rate_ = rate_of_amount(2.0 * static_cast<double>(bytes), roof.median_ms, amount_per_unit_);
+  ResultRow row{roof_name_, roof.median_ms, *roof_rate_, std::nullopt, std::nullopt, "ref", 1.0};
+  measured_.push_back({"", {}, row, true});
+}
+
+void Harness::judged_target(std::string description, bool met, double value) {
+  judged_.push_back({std::move(description), met, value});
+}
+
+Harness::Measured Harness::measure(const Variant& v) {
   bool passed = true;
   std::string check = "-";
   if (v.check) {
@@ -46,33 +72,108 @@ void Harness::run(const Variant& v) {
     if (!passed) std::cerr << lesson_ << " " << v.name << ": " << comparison.summary() << "\n";
   }
   const Timing t = time_stream_work(v.run, stream(), warmup_, iters_);
-  ResultRow row{v.name,       t.median_ms,  gigabytes_per_second(v.bytes, t.median_ms),
-                std::nullopt, std::nullopt, check};
-  measured_.push_back({row, v.bytes, passed});
+  ResultRow row{v.name,       t.median_ms,  rate_of_amount(v.bytes, t.median_ms, amount_per_unit_),
+                std::nullopt, std::nullopt, check,        std::nullopt};
+  return {"", {}, row, passed};
+}
+
+void Harness::run(const Variant& v) {
+  if (!options_.variant.empty() && options_.variant != v.name) return;
+  measured_.push_back(measure(v));
+}
+
+void Harness::record(const std::string& name, double median_ms, double amount,
+                     const std::string& check) {
+  ResultRow row{name,         median_ms,    rate_of_amount(amount, median_ms, amount_per_unit_),
+                std::nullopt, std::nullopt, check,        std::nullopt};
+  measured_.push_back({"", {}, row, check != "FAIL"});
+}
+
+void Harness::sweep(const std::string& sweep, const SweepParams& params, const Variant& v) {
+  Measured m = measure(v);
+  m.sweep = sweep;
+  m.params = params;
+  measured_.push_back(std::move(m));
+}
+
+void Harness::record_sweep(const std::string& sweep, const SweepParams& params,
+                           const std::string& name, double median_ms, double amount,
+                           const std::string& check) {
+  ResultRow row{name,         median_ms,    rate_of_amount(amount, median_ms, amount_per_unit_),
+                std::nullopt, std::nullopt, check,        std::nullopt};
+  measured_.push_back({sweep, params, row, check != "FAIL"});
+}
+
+double Harness::rate_of(const std::string& name) const {
+  for (const Measured& m : measured_) {
+    if (m.sweep.empty() && m.row.variant == name) return m.row.rate;
+  }
+  return 0;
+}
+
+ResultRow Harness::with_ratios(const Measured& m, const Measured* baseline) const {
+  ResultRow row = m.row;
+  if (reference_rate_ && *reference_rate_ > 0) row.of_reference = row.rate / *reference_rate_;
+  if (roof_rate_ && *roof_rate_ > 0) row.of_roof = row.rate / *roof_rate_;
+  if (baseline != nullptr && row.median_ms > 0 && row.check != "ref") {
+    // A speed-up in time when both rows do the same work, else in rate.
+    row.vs_baseline = row.rate / baseline->row.rate;
+  }
+  return row;
+}
+
+std::string sweep_csv_path(const std::string& main_csv) {
+  const std::string suffix = ".csv";
+  if (main_csv.size() > suffix.size() &&
+      main_csv.compare(main_csv.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return main_csv.substr(0, main_csv.size() - suffix.size()) + "_sweep.csv";
+  }
+  return main_csv + "_sweep.csv";
 }
 
 int Harness::finish() {
-  ResultsTable table(reference_name_.empty() ? "reference" : reference_name_,
-                     baseline_.empty() ? "baseline" : baseline_);
+  const std::string reference = reference_name_.empty() ? "reference" : reference_name_;
+  const std::string baseline_name = baseline_.empty() ? "baseline" : baseline_;
+  auto new_table = [&] {
+    ResultsTable table(reference, baseline_name, unit_);
+    if (roof_rate_) table.set_roof(roof_name_);
+    return table;
+  };
   const Measured* baseline = nullptr;
   for (const Measured& m : measured_) {
-    if (m.row.variant == baseline_) baseline = &m;
+    if (m.sweep.empty() && m.row.variant == baseline_) baseline = &m;
   }
+
   bool all_passed = true;
+  ResultsTable table = new_table();
+  std::vector<std::string> sweeps;  // in order of appearance
   for (const Measured& m : measured_) {
-    ResultRow row = m.row;
-    if (reference_rate_ && *reference_rate_ > 0) row.of_reference = row.rate / *reference_rate_;
-    if (baseline != nullptr && row.median_ms > 0 && row.check != "ref") {
-      row.vs_baseline = baseline->row.median_ms / row.median_ms;
-    }
     all_passed = all_passed && m.passed;
-    table.add(row);
+    if (m.sweep.empty()) {
+      table.add(with_ratios(m, baseline));
+    } else if (std::find(sweeps.begin(), sweeps.end(), m.sweep) == sweeps.end()) {
+      sweeps.push_back(m.sweep);
+    }
+  }
+
+  for (const std::string& sweep : sweeps) {
+    ResultsTable sweep_table = new_table();
+    for (const Measured& m : measured_) {
+      if (m.sweep.empty() && m.row.check == "ref") sweep_table.add(with_ratios(m, baseline));
+    }
+    for (const Measured& m : measured_) {
+      if (m.sweep == sweep) sweep_table.add(with_ratios(m, baseline));
+    }
+    std::cout << "\nSweep: " << sweep << "\n";
+    sweep_table.print(std::cout);
   }
 
   std::cout << "\n";
   table.print(std::cout);
   std::cout << "(" << iters_ << " timed runs after " << warmup_ << " warm-up runs, medians; "
-            << "x " << (baseline_.empty() ? "baseline" : baseline_) << " = speed-up over it)\n\n";
+            << "x " << baseline_name << " = speed-up over it";
+  if (roof_rate_) std::cout << "; the SM copy roof ran at " << roof_shape_;
+  std::cout << ")\n\n";
 
   if (!options_.csv.empty()) {
     std::ofstream csv(options_.csv);
@@ -81,25 +182,82 @@ int Harness::finish() {
       std::cerr << "error: could not write " << options_.csv << "\n";
       all_passed = false;
     }
+    if (!sweeps.empty()) {
+      // One file for every sweep: the union of the parameter columns, in order of appearance.
+      std::vector<std::string> columns;
+      for (const Measured& m : measured_) {
+        for (const auto& [key, value] : m.params) {
+          if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
+        }
+      }
+      const std::string path = sweep_csv_path(options_.csv);
+      std::ofstream out(path);
+      out << "lesson,gpu,sweep";
+      for (const std::string& c : columns) out << "," << csv_field(c);
+      out << ",variant,median_ms,rate,unit,of_reference,of_roof,vs_baseline,check\n";
+      for (const Measured& m : measured_) {
+        if (m.sweep.empty() && m.row.check != "ref") continue;
+        const ResultRow row = with_ratios(m, baseline);
+        out << csv_field(lesson_) << "," << csv_field(device_.name) << ","
+            << (m.sweep.empty() ? "reference" : csv_field(m.sweep));
+        for (const std::string& c : columns) {
+          std::string value;
+          for (const auto& [key, v] : m.params) {
+            if (key == c) value = v;
+          }
+          out << "," << csv_field(value);
+        }
+        out << "," << csv_field(row.variant) << "," << fixed(row.median_ms, 6) << ","
+            << fixed(row.rate, 3) << "," << csv_field(unit_) << ","
+            << (row.of_reference ? fixed(*row.of_reference, 4) : "") << ","
+            << (row.of_roof ? fixed(*row.of_roof, 4) : "") << ","
+            << (row.vs_baseline ? fixed(*row.vs_baseline, 4) : "") << "," << row.check << "\n";
+      }
+      if (!out) {
+        std::cerr << "error: could not write " << path << "\n";
+        all_passed = false;
+      }
+    }
   }
 
   if (const ResultRow* h = table.find(headline_); h != nullptr) {
-    std::cout << "HEADLINE: " << h->variant << " " << fixed(h->rate, 0) << " GB/s";
-    if (h->of_reference)
-      std::cout << " = " << fixed(*h->of_reference, 2) << " x " << reference_name_;
+    std::cout << "HEADLINE: " << h->variant << " " << fixed(h->rate, unit_ == "GB/s" ? 0 : 2) << " "
+              << unit_;
+    if (h->of_reference) std::cout << " = " << fixed(*h->of_reference, 2) << " x " << reference;
+    if (h->of_roof) std::cout << " = " << fixed(*h->of_roof, 2) << " x " << roof_name_;
     std::cout << "\n";
   }
+  int targets = 0;
+  int met_count = 0;
+  auto print_target = [&](const std::string& text, bool met, double value) {
+    ++targets;
+    met_count += met ? 1 : 0;
+    std::cout << "TARGET: " << text << ": " << (met ? "met" : "MISSED") << " (" << fixed(value, 3)
+              << ")\n";
+  };
   for (const Target& t : targets_) {
     const ResultRow* row = table.find(t.variant);
-    if (row == nullptr || !row->of_reference) continue;  // not run (--variant)
-    const bool met = *row->of_reference >= t.min_of_reference;
-    std::cout << "TARGET: " << t.variant << " >= " << fixed(t.min_of_reference, 2) << " x "
-              << reference_name_ << ": " << (met ? "met" : "MISSED") << " ("
-              << fixed(*row->of_reference, 3) << ")\n";
+    const bool of_roof = t.of == Yardstick::sm_copy_roof;
+    const std::optional<double> ratio = row == nullptr ? std::nullopt
+                                        : of_roof       ? row->of_roof
+                                                        : row->of_reference;
+    if (!ratio) continue;  // not run (--variant)
+    print_target(t.variant + " >= " + fixed(t.min_of_reference, 2) + " x " +
+                     (of_roof ? roof_name_ : reference),
+                 *ratio >= t.min_of_reference, *ratio);
   }
   for (const RatioTarget& t : ratio_targets_) {
-    const std::string line = ratio_target_line(table, t);
-    if (!line.empty()) std::cout << line << "\n";
+    const ResultRow* row = table.find(t.variant);
+    const ResultRow* of = table.find(t.of_variant);
+    if (row == nullptr || of == nullptr || !(of->rate > 0)) continue;
+    const double ratio = row->rate / of->rate;
+    print_target(t.variant + " >= " + fixed(t.min_ratio, 2) + " x " + t.of_variant,
+                 ratio >= t.min_ratio, ratio);
+  }
+  for (const Judged& j : judged_) print_target(j.description, j.met, j.value);
+  if (targets > 0) {
+    std::cout << "TARGETS: " << met_count << " of " << targets
+              << " met (goals for this GPU, not correctness)\n";
   }
   std::cout << "RESULT: " << (all_passed ? "PASS" : "FAIL") << "\n";
   return all_passed ? 0 : 1;
@@ -117,9 +275,19 @@ std::string ratio_target_line(const ResultsTable& table, const RatioTarget& targ
 
 int run_driver(const FlagParser& flags, int argc, const char* const* argv,
                const CommonOptions& options,
-               const std::function<int(const DeviceSummary& device)>& body) {
+               const std::function<int(const DeviceSummary& device)>& body,
+               const std::function<void()>& validate) {
   try {
     flags.parse(argc, argv);
+    if (!options.help) {
+      if (validate) validate();
+      if (!options.csv.empty()) {
+        // Open for appending: a writable path is found out now, before a long run, and
+        // an existing file is not truncated until the run writes its results.
+        std::ofstream probe(options.csv, std::ios::app);
+        if (!probe) throw UsageError("--csv: cannot write " + options.csv);
+      }
+    }
   } catch (const UsageError& e) {
     std::cerr << "error: " << e.what() << "\n\n" << flags.usage();
     return 2;

@@ -33,13 +33,17 @@ const ResultRow* ResultsTable::find(const std::string& variant) const {
 }
 
 void ResultsTable::print(std::ostream& out) const {
-  const std::vector<std::string> header = {
-      "variant", "median ms", unit_, "x " + reference_name_, "x " + baseline_name_, "check"};
+  const bool roof = !roof_name_.empty();
+  std::vector<std::string> header = {"variant", "median ms", unit_, "x " + reference_name_};
+  if (roof) header.push_back("x " + roof_name_);
+  header.insert(header.end(), {"x " + baseline_name_, "check"});
   std::vector<std::vector<std::string>> cells = {header};
   for (const ResultRow& r : rows_) {
-    cells.push_back({r.variant, fixed(r.median_ms, 4), fixed(r.rate, 1),
-                     r.of_reference ? fixed(*r.of_reference, 3) : "-",
-                     r.vs_baseline ? fixed(*r.vs_baseline, 2) : "-", r.check});
+    std::vector<std::string> line = {r.variant, fixed(r.median_ms, 4), fixed(r.rate, 1),
+                                     r.of_reference ? fixed(*r.of_reference, 3) : "-"};
+    if (roof) line.push_back(r.of_roof ? fixed(*r.of_roof, 3) : "-");
+    line.insert(line.end(), {r.vs_baseline ? fixed(*r.vs_baseline, 2) : "-", r.check});
+    cells.push_back(std::move(line));
   }
   std::vector<std::size_t> width(header.size(), 0);
   for (const auto& line : cells) {
@@ -57,13 +61,15 @@ void ResultsTable::print(std::ostream& out) const {
 void ResultsTable::write_csv(
     std::ostream& out, const std::vector<std::pair<std::string, std::string>>& context) const {
   for (const auto& [key, value] : context) out << csv_field(key) << ",";
-  out << "variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check\n";
+  out << "variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check,of_roof,"
+         "roof\n";
   for (const ResultRow& r : rows_) {
     for (const auto& [key, value] : context) out << csv_field(value) << ",";
     out << csv_field(r.variant) << "," << fixed(r.median_ms, 6) << "," << fixed(r.rate, 3) << ","
         << csv_field(unit_) << "," << (r.of_reference ? fixed(*r.of_reference, 4) : "") << ","
         << csv_field(reference_name_) << "," << (r.vs_baseline ? fixed(*r.vs_baseline, 4) : "")
-        << "," << csv_field(baseline_name_) << "," << r.check << "\n";
+        << "," << csv_field(baseline_name_) << "," << r.check << ","
+        << (r.of_roof ? fixed(*r.of_roof, 4) : "") << "," << csv_field(roof_name_) << "\n";
   }
 }
 

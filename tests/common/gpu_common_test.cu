@@ -57,3 +57,39 @@ TEST_F(GpuCommon, CudaErrorsThrowWithFileAndLine) {
 }
 
 }  // namespace
+
+// ---- course/batches.cuh: the batch arithmetic every copy-and-compute lesson shares ----
+#include "course/batches.cuh"
+
+namespace {
+
+TEST(Batches, ArithmeticOfBatchesAndBlocks) {
+  using namespace course::batches;
+  EXPECT_EQ(batch_elements(256, 4), 4096u);
+  EXPECT_EQ(batch_count(4097, 4096), 2u);
+  EXPECT_EQ(batch_count(4096, 4096), 1u);
+  EXPECT_EQ(batch_count(0, 4096), 0u);
+  // 10 batches over 4 blocks: blocks 0, 1 own 3 (b, b + 4, b + 8), blocks 2, 3 own 2.
+  EXPECT_EQ(batches_of_block(10, 0, 4), 3u);
+  EXPECT_EQ(batches_of_block(10, 1, 4), 3u);
+  EXPECT_EQ(batches_of_block(10, 2, 4), 2u);
+  EXPECT_EQ(batches_of_block(10, 3, 4), 2u);
+  EXPECT_EQ(batches_of_block(2, 5, 8), 0u);  // more blocks than batches
+  std::size_t total = 0;
+  for (unsigned b = 0; b < 7; ++b) total += batches_of_block(1000, b, 7);
+  EXPECT_EQ(total, 1000u);
+}
+
+TEST(Batches, ZeroFillOfEveryChunkOfAPartialBatch) {
+  using course::batches::zero_fill_bytes;
+  // 10 valid elements: chunks 0 and 1 whole, chunk 2 holds 2 (8 bytes to fill), chunk 3 none.
+  EXPECT_EQ(zero_fill_bytes(10, 0), 0u);
+  EXPECT_EQ(zero_fill_bytes(10, 1), 0u);
+  EXPECT_EQ(zero_fill_bytes(10, 2), 8u);
+  EXPECT_EQ(zero_fill_bytes(10, 3), 16u);
+  for (std::size_t count = 1; count <= 4; ++count) {
+    EXPECT_EQ(zero_fill_bytes(count, 0), count == 4 ? 0u : 16 - 4 * count) << count;
+  }
+}
+
+}  // namespace

@@ -3,15 +3,16 @@
 #include <sstream>
 
 #include "course/harness.h"
+#include "course/launch.h"
 #include "course/table.h"
 
 namespace {
 
 course::ResultsTable sample() {
   course::ResultsTable table("D2D cudaMemcpy", "fine");
-  table.add({"D2D cudaMemcpy", 0.5, 4000.0, 1.0, std::nullopt, "ref"});
-  table.add({"fine", 1.0, 2000.0, 0.5, 1.0, "PASS"});
-  table.add({"coarse, tuned", 0.55, 3636.4, 0.909, 1.818, "FAIL"});
+  table.add({"D2D cudaMemcpy", 0.5, 4000.0, 1.0, std::nullopt, "ref", std::nullopt});
+  table.add({"fine", 1.0, 2000.0, 0.5, 1.0, "PASS", std::nullopt});
+  table.add({"coarse, tuned", 0.55, 3636.4, 0.909, 1.818, "FAIL", std::nullopt});
   return table;
 }
 
@@ -48,13 +49,15 @@ TEST(Table, CsvHasContextColumnsAndQuotesCommas) {
   std::getline(lines, third);
   EXPECT_EQ(
       header,
-      "lesson,gpu,variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check");
+      "lesson,gpu,variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check,"
+      "of_roof,roof");
   EXPECT_EQ(first.rfind(
                 "01_register_staged,NVIDIA H200,D2D cudaMemcpy,0.500000,4000.000,GB/s,1.0000,", 0),
             0u)
       << first;
   EXPECT_NE(third.find("\"coarse, tuned\""), std::string::npos) << third;
-  EXPECT_EQ(third.substr(third.size() - 4), "FAIL");
+  // No roof in this table: its two columns stay empty.
+  EXPECT_EQ(third.substr(third.size() - 6), "FAIL,,");
 }
 
 TEST(Table, FindByVariantName) {
@@ -77,9 +80,41 @@ TEST(Table, RatioTargetLineComparesTwoRowsOfTheTable) {
   EXPECT_EQ(course::ratio_target_line(table, {"medium", "fine", 1.0}), "");
   EXPECT_EQ(course::ratio_target_line(table, {"fine", "medium", 1.0}), "");
   course::ResultsTable zero("ref", "base");
-  zero.add({"a", 1.0, 10.0, std::nullopt, std::nullopt, "PASS"});
-  zero.add({"b", 0.0, 0.0, std::nullopt, std::nullopt, "PASS"});
+  zero.add({"a", 1.0, 10.0, std::nullopt, std::nullopt, "PASS", std::nullopt});
+  zero.add({"b", 0.0, 0.0, std::nullopt, std::nullopt, "PASS", std::nullopt});
   EXPECT_EQ(course::ratio_target_line(zero, {"a", "b", 1.0}), "");
+}
+
+TEST(Table, RoofColumnAppearsOnlyWhenSet) {
+  course::ResultsTable table = sample();
+  std::ostringstream without;
+  table.print(without);
+  EXPECT_EQ(without.str().find("x SM copy roof"), std::string::npos);
+  table.set_roof("SM copy roof");
+  table.add({"roofed", 0.5, 4000.0, 1.0, 1.1, "PASS", 0.975});
+  std::ostringstream with;
+  table.print(with);
+  EXPECT_NE(with.str().find("x SM copy roof"), std::string::npos);
+  EXPECT_NE(with.str().find("0.975"), std::string::npos);
+  std::ostringstream csv;
+  table.write_csv(csv, {});
+  EXPECT_NE(csv.str().find(",of_roof,roof\n"), std::string::npos);
+  EXPECT_NE(csv.str().find(",0.9750,SM copy roof\n"), std::string::npos);
+}
+
+TEST(Table, SweepCsvPathSitsBesideTheMainCsv) {
+  EXPECT_EQ(course::sweep_csv_path("out/06_x.csv"), "out/06_x_sweep.csv");
+  EXPECT_EQ(course::sweep_csv_path("results"), "results_sweep.csv");
+}
+
+TEST(Launch, StageCountDispatchesToTheCompileTimeCount) {
+  const auto value_of = [](auto s) { return decltype(s)::value; };
+  const auto dispatch = [&](int stages) { return course::with_stage_count<2, 8>(stages, value_of); };
+  for (int stages = 2; stages <= 8; ++stages) EXPECT_EQ(dispatch(stages), stages);
+  EXPECT_THROW(dispatch(1), std::invalid_argument);
+  EXPECT_THROW(dispatch(9), std::invalid_argument);
+  EXPECT_THROW(course::require(false, "lesson", "why"), std::invalid_argument);
+  EXPECT_NO_THROW(course::require(true, "lesson", "why"));
 }
 
 TEST(Table, GigabytesPerSecond) {

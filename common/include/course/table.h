@@ -17,12 +17,15 @@ struct ResultRow {
   std::optional<double> of_reference;  ///< rate / reference rate; empty for none
   std::optional<double> vs_baseline;   ///< baseline time / this time; empty for none
   std::string check;                   ///< "PASS", "FAIL", "ref" or "-"
+  std::optional<double> of_roof;       ///< rate / the SM copy roof's rate; empty for none
 };
 
 /// A results table: a header naming the reference and baseline, then one row per variant.
 class ResultsTable {
  public:
   ResultsTable(std::string reference_name, std::string baseline_name, std::string unit = "GB/s");
+  /// Adds the column of a second yardstick (the SM copy roof) after the reference's.
+  void set_roof(std::string roof_name) { roof_name_ = std::move(roof_name); }
   void add(ResultRow row) { rows_.push_back(std::move(row)); }
   const std::vector<ResultRow>& rows() const { return rows_; }
   const ResultRow* find(const std::string& variant) const;
@@ -37,6 +40,7 @@ class ResultsTable {
   std::string reference_name_;
   std::string baseline_name_;
   std::string unit_;
+  std::string roof_name_;  ///< empty: no roof column
   std::vector<ResultRow> rows_;
 };
 

@@ -16,8 +16,10 @@ struct Timing {
 };
 
 /// Enqueues `work` on `stream` `warmup` times untimed, then `iters` times, each between
-/// two events, and returns the event times. Events measure device time, so host launch
-/// overhead outside the stream's gaps does not count.
+/// two events, and returns the event times. Before each timed run a tiny kernel holds the
+/// stream for 50 microseconds while the host enqueues the events and `work`, so the
+/// start event fires only when the work is already queued behind it: a sample is device
+/// time alone, never the host's launch latency or argument checks.
 Timing time_stream_work(const std::function<void(cudaStream_t)>& work, cudaStream_t stream,
                         int warmup, int iters);
 

@@ -1,0 +1,120 @@
+/// \file batches.cuh
+/// \brief How the copy-and-compute kernels of lessons 01-11 cut the input into batches,
+/// compute a staged batch, and copy the input's last, partial batch without reading past it.
+///
+/// Written once here so that every lesson's exercise is only the part the lesson teaches.
+/// Shapes, for 256 threads and 4 vectors per thread (lesson 01's coarse batches):
+///
+///   batch    = threads x vectors x 4 uint32 = 256 x 4 x 4 = 4096 elements = 16 KB
+///   vector v of thread t = 16-byte vector v * threads + t of the batch (a warp's 32 threads
+///                          touch 32 neighbouring vectors: one coalesced 512-byte access)
+///   block b of a grid of g blocks owns batches b, b + g, b + 2g, ...
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cuda_pipeline_primitives.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "course/workload.h"
+
+namespace course::batches {
+
+/// Elements of one batch of `threads` threads each moving `vectors_per_thread` 16-byte
+/// vectors: always a multiple of 128, so a batch holds whole 32-element groups and every
+/// partner (course/workload.h) of a full batch lies in the same batch.
+__host__ __device__ constexpr std::size_t batch_elements(int threads, int vectors_per_thread) {
+  return static_cast<std::size_t>(threads) * static_cast<std::size_t>(vectors_per_thread) * 4;
+}
+
+/// Batches of `batch` elements in an input of `n` elements (the last may be partial).
+__host__ __device__ constexpr std::size_t batch_count(std::size_t n, std::size_t batch) {
+  return (n + batch - 1) / batch;
+}
+
+/// How many of `batches` batches block `block` of `grid` owns. It depends only on the
+/// block, never on the thread, so every thread of a block runs the same number of steps
+/// (and reaches the same barriers).
+__host__ __device__ constexpr std::size_t batches_of_block(std::size_t batches, unsigned block,
+                                                           unsigned grid) {
+  return block < batches ? (batches - 1 - block) / grid + 1 : 0;
+}
+
+/// Where one batch lies in the input.
+struct Batch {
+  std::size_t first;  ///< global index of its first element
+  std::size_t count;  ///< valid elements: the batch size, or fewer for the input's last batch
+};
+
+/// The calling block's k-th batch (block b owns batches b, b + grid, ...).
+__device__ inline Batch batch_of_block(std::size_t k, std::size_t batch, std::size_t n) {
+  const std::size_t first = (blockIdx.x + k * gridDim.x) * batch;
+  return {first, n - first < batch ? n - first : batch};
+}
+
+/// Computes the outputs of one staged batch, the threads of the block sharing the work:
+/// thread `rank` of `threads` takes vectors rank, rank + threads, ... A full batch is read
+/// and written as 16-byte vectors (the partners of a vector's four elements are one other
+/// vector, in reverse order: course/workload.h); a partial batch element by element,
+/// reading only its `count` valid elements. Every thread must see the whole staged batch:
+/// the caller synchronises before.
+__device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t* __restrict__ out,
+                                     Batch b, std::size_t batch, std::size_t n, unsigned rank,
+                                     unsigned threads) {
+  if (b.count == batch) {
+    const uint4* staged4 = reinterpret_cast<const uint4*>(staged);
+    uint4* out4 = reinterpret_cast<uint4*>(out + b.first);
+    for (std::size_t v = rank; v < batch / 4; v += threads) {
+      out4[v] = workload::combine_vectors(staged4[v], staged4[workload::mirror_vector(v)]);
+    }
+  } else {
+    workload::combine_elements(staged, out + b.first, b.first, b.count, n, rank, threads);
+  }
+}
+
+/// compute_batch() shared by every thread of the block.
+__device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t* __restrict__ out,
+                                     Batch b, std::size_t batch, std::size_t n) {
+  compute_batch(staged, out, b, batch, n, threadIdx.x, blockDim.x);
+}
+
+/// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of
+/// the chunk's 16 bytes lie past the data (0 for a whole chunk, 16 for one entirely past
+/// the end, 4, 8 or 12 for the chunk the input ends in).
+__host__ __device__ constexpr std::size_t zero_fill_bytes(std::size_t count, std::size_t chunk) {
+  const std::size_t first_element = chunk * 4;
+  if (first_element >= count) return 16;
+  const std::size_t valid = count - first_element;
+  return valid >= 4 ? 0 : 16 - valid * sizeof(std::uint32_t);
+}
+
+/// Starts the asynchronous copy (cp.async through the pipeline primitives) of chunk `chunk`
+/// of a *partial* batch of `count` valid elements at `src` into `dst`, zero-filling what
+/// lies past the end, so that shared memory is fully written and no copy reads past the
+/// input:
+///  - a whole chunk is one 16-byte copy;
+///  - a chunk entirely past the end copies nothing and writes 16 zero bytes (its source
+///    only has to be a valid address: the batch's first chunk);
+///  - the chunk the input ends in is copied word by word, the words past the end
+///    zero-filled. (A 16-byte copy with a zero fill is legal PTX, but compute-sanitizer's
+///    memcheck counts all 16 bytes as read past the end of the allocation.)
+/// The copies join the calling thread's current cp.async group: commit it afterwards.
+__device__ inline void copy_tail_chunk_zero_fill(uint4* dst, const uint4* src, std::size_t chunk,
+                                                 std::size_t count) {
+  const std::size_t zfill = zero_fill_bytes(count, chunk);
+  if (zfill == 0 || zfill == sizeof(uint4)) {
+    __pipeline_memcpy_async(dst + chunk, zfill == 0 ? src + chunk : src, sizeof(uint4), zfill);
+    return;
+  }
+  std::uint32_t* words = reinterpret_cast<std::uint32_t*>(dst + chunk);
+  const std::uint32_t* src_words = reinterpret_cast<const std::uint32_t*>(src + chunk);
+  const std::size_t valid = (sizeof(uint4) - zfill) / sizeof(std::uint32_t);
+  for (std::size_t w = 0; w < sizeof(uint4) / sizeof(std::uint32_t); ++w) {
+    const bool inside = w < valid;
+    __pipeline_memcpy_async(words + w, inside ? src_words + w : src_words, sizeof(std::uint32_t),
+                            inside ? 0 : sizeof(std::uint32_t));
+  }
+}
+
+}  // namespace course::batches

@@ -56,6 +56,7 @@ class Verdict:
 class Scan:
     """What one sanitizer run printed, counted line by line."""
     error_summary: int | None = None        # "ERROR SUMMARY: N errors"
+    racecheck_warnings: int = 0             # "(N errors, M warnings)" of racecheck's summary
     headlines: dict[str, int] = field(default_factory=dict)  # error headline -> count
     untrustworthy: list[str] = field(default_factory=list)
 
@@ -75,6 +76,8 @@ class Scan:
         m = re.match(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", body)
         if m:
             self.error_summary = max(self.error_summary or 0, int(m.group(1)))
+            w = re.search(r"(\d+) warnings?", body)
+            self.racecheck_warnings += int(w.group(1)) if w else 0
             return
         # An error report starts with an unindented headline such as "Invalid __global__
         # read of size 16 bytes" or "Barrier error detected. Missing wait."; its details
@@ -95,8 +98,10 @@ def parse_version(text: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def judge(returncode: int, scan: Scan) -> Verdict:
-    """The decision, kept free of I/O so that CPU tests can check every branch."""
+def judge(returncode: int, scan: Scan, warnings_fail: bool = False) -> Verdict:
+    """The decision, kept free of I/O so that CPU tests can check every branch.
+    With `warnings_fail`, a racecheck warning fails like an error: some real races (a
+    write-after-read between warps that rarely meet, say) are only reported as warnings."""
     if scan.untrustworthy:
         return Verdict(False, "the tool says its own results cannot be trusted: " +
                        "; ".join(sorted(set(scan.untrustworthy))))
@@ -110,6 +115,9 @@ def judge(returncode: int, scan: Scan) -> Verdict:
             hint = (" ('Missing wait' from a kernel that was not excluded: either a real "
                     "missing wait, or a kernel the PTX scan did not attribute)")
         return Verdict(False, f"{scan.error_summary} errors ({listed}){hint}")
+    if warnings_fail and scan.racecheck_warnings > 0:
+        return Verdict(False, f"{scan.racecheck_warnings} racecheck warning(s): a hazard that "
+                              "may be a real race (see the first report above)")
     if returncode != 0:
         return Verdict(False, f"no sanitizer errors, but the program exited {returncode}")
     return Verdict(True, "clean: 0 errors")
@@ -189,6 +197,8 @@ def main(argv: list[str]) -> int:
                         choices=["memcheck", "racecheck", "synccheck", "initcheck"])
     parser.add_argument("--log", help="write the tool's whole output here")
     parser.add_argument("--cuobjdump", help="cuobjdump, to read the program's PTX (synccheck)")
+    parser.add_argument("--warnings-fail", action="store_true",
+                        help="a racecheck warning fails the run too (the student's check)")
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -240,7 +250,7 @@ def main(argv: list[str]) -> int:
     if returncode == SKIP and not scan.headlines:
         print("sanitize.py: SKIPPED: the program found no suitable GPU")
         return SKIP
-    verdict = judge(returncode, scan)
+    verdict = judge(returncode, scan, args.warnings_fail)
     print("sanitize.py:", "PASS:" if verdict.ok else "FAIL:", verdict.reason)
     return 0 if verdict.ok else 1
 

@@ -79,6 +79,16 @@ class Judge(unittest.TestCase):
                         "(0 errors, 0 warnings)\n")
         self.assertTrue(sanitize.judge(0, clean).ok)
 
+    def test_racecheck_warnings_fail_only_when_asked(self):
+        text = ("RESULT: PASS\n========= RACECHECK SUMMARY: 1 hazard displayed "
+                "(0 errors, 1 warnings)\n")
+        scan = scan_of(text)
+        self.assertEqual(scan.racecheck_warnings, 1)
+        self.assertTrue(sanitize.judge(0, scan).ok)  # the sanitize label: errors only
+        v = sanitize.judge(0, scan, warnings_fail=True)  # the student's check
+        self.assertFalse(v.ok)
+        self.assertIn("1 racecheck warning", v.reason)
+
     def test_version_parsing(self):
         text = "NVIDIA (R) Compute Sanitizer\nCopyright (c) 2020-2025 NVIDIA Corporation\n" \
                "Version 2025.3.1.0 (build 36400806) (public-release)\n"

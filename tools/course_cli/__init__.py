@@ -52,3 +52,10 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     except KeyboardInterrupt:
         print("course: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `./course list | head`: the reader went away. Say nothing more, and keep Python
+        # from complaining about the closed stdout when it exits.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

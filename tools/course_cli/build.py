@@ -111,6 +111,18 @@ class BuildTree:
             command += ["--target", target]
         return command
 
+    def cache_value(self, name: str) -> str:
+        """A value of the configured tree's CMakeCache.txt ("" when unset or NOTFOUND)."""
+        try:
+            text = (self.binary_dir / "CMakeCache.txt").read_text(encoding="utf-8")
+        except OSError:
+            return ""
+        for line in text.splitlines():
+            key, _, value = line.partition("=")
+            if key.split(":", 1)[0] == name:
+                return "" if value.endswith("NOTFOUND") else value
+        return ""
+
     def configure_if_needed(self) -> None:
         """Run the configure step once; later builds reuse the tree."""
         if self.is_configured():

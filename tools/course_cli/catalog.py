@@ -106,7 +106,8 @@ def find_lesson(lessons: list[Lesson], text: str) -> Lesson:
     for lesson in lessons:
         if wanted == lesson.slug:
             return lesson
-        if number.isdigit() and int(number) == int(lesson.number):
+        # isascii(): "²".isdigit() is True, but int("²") fails.
+        if number.isascii() and number.isdigit() and int(number) == int(lesson.number):
             if slug in ("", lesson.slug):
                 return lesson
     known = ", ".join(lesson.name for lesson in lessons)

@@ -3,6 +3,9 @@ arguments and returns the exit code."""
 
 import argparse
 import difflib
+import json
+import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -11,6 +14,7 @@ from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
 from .catalog import CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson
 from .errors import CourseError
 from .junit import read_junit
+from .starter import solution_without_markers, starter_pairs, strip_generated_header
 from .tour import LessonRun, lesson_run, summary_table
 
 STUDENT_PRESET = "student"
@@ -165,40 +169,113 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
         return 1
     if summary.verdict == "skipped":
         print(f"Lesson {lesson.number} is NOT verified: {counts}.")
-        print("Every GPU test was skipped because no usable CUDA GPU was found")
-        print(f"(no device, or one below compute capability {lesson.min_cc}).")
+        print(f"{len(summary.skipped_for_gpu)} tests skipped because no usable CUDA GPU was found")
+        print(f"(no device, or one below compute capability {lesson.min_cc}), and the race")
+        print("and synchronisation checks need one too. Unverified on this machine: "
+              + unverified_todos(root, lesson) + ".")
         print(f"Run `./course check {lesson.number}` on a machine with a GPU to verify your work.")
         return SKIP_EXIT_CODE
-    print(f"Lesson {lesson.number} passes: {counts}.")
+    race_exit = race_checks(root, tree, lesson)
+    if race_exit != 0:
+        return race_exit
+    print(f"Lesson {lesson.number} passes: {counts}; racecheck, synccheck and memcheck are clean.")
     print("Next:")
     for step in next_steps_after_pass(lessons, lesson):
         print(f"  {step}")
     return 0
 
 
+def unverified_todos(root: Path, lesson: Lesson) -> str:
+    """"TODO 1, 2, 3 of lessons/NN_slug/slug.cu": the TODOs of the student's files."""
+    parts = []
+    for _, mine in starter_pairs(root, lesson):
+        try:
+            numbers = re.findall(r"//\s*TODO (\d+)", mine.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        unique = sorted(set(numbers), key=int)
+        if unique:
+            parts.append(f"TODO {', '.join(unique)} of {shown(mine, root)}")
+    return "; ".join(parts) or f"every TODO of lessons/{lesson.name}"
+
+
+# The sanitizer tools the student's check runs on the student's own program, in this order:
+# races and barrier misuse first (the tests' values can pass by luck when a wait is missing).
+RACE_CHECK_TOOLS = ("racecheck", "synccheck", "memcheck")
+
+
+def race_checks(root: Path, tree: BuildTree, lesson: Lesson) -> int:
+    """Runs the student's lesson program (--quick) under each of RACE_CHECK_TOOLS through
+    tools/sanitize.py, a racecheck warning counting as a failure. 0 when all are clean,
+    1 at the first report, 77 when compute-sanitizer is not installed (not verified)."""
+    sanitizer = tree.cache_value("COURSE_COMPUTE_SANITIZER")
+    if not sanitizer:
+        print(f"Lesson {lesson.number}: the tests pass, but compute-sanitizer was not found, so")
+        print("races and barrier misuse are NOT verified: "
+              + unverified_todos(root, lesson) + ".")
+        return SKIP_EXIT_CODE
+    tree.build(lesson.name, advice=f"fix the first compiler error above")
+    program = [shown(tree.executable(lesson.name), root), "--quick", "--warmup", "0", "--iters", "1"]
+    for tool in RACE_CHECK_TOOLS:
+        command = [sys.executable, str(root / "tools" / "sanitize.py"), "--sanitizer", sanitizer,
+                   "--tool", tool, "--warnings-fail"]
+        cuobjdump = tree.cache_value("COURSE_CUOBJDUMP")
+        if cuobjdump:
+            command += ["--cuobjdump", cuobjdump]
+        print(f"\n--- {tool}: your program under compute-sanitizer")
+        exit_code, _ = build.run_streaming(command + ["--", *program], root)
+        if exit_code == SKIP_EXIT_CODE:
+            print(f"{tool} could not run the program here (no suitable GPU).")
+            return SKIP_EXIT_CODE
+        if exit_code != 0:
+            print(f"\nLesson {lesson.number} is not done yet: the tests pass, but {tool} found a "
+                  "problem in your program (the first report is above).")
+            print("A value test can pass by luck when a wait or a barrier is missing; this check")
+            print(f"cannot. Look at the waits, barriers and releases of lessons/{lesson.name}/"
+                  f"{lesson.slug}.cu.")
+            return 1
+    return 0
+
+
 # ----------------------------------------------------------------------------- hint
+
+
+def hints_seen_file(root: Path, lesson: Lesson) -> Path:
+    """Where `hint` remembers how many of a lesson's hints this checkout has shown."""
+    return BuildTree(root, STUDENT_PRESET).binary_dir / "hints" / f"L{lesson.number}.seen"
 
 
 def cmd_hint(root: Path, args: argparse.Namespace) -> int:
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
     hints = lesson.hints
-    if args.k is None:
-        if not hints:
-            print(f"Lesson {lesson.number} has no hints. Its README's pitfalls section may help.")
-            return 0
-        print(f"Hints for lesson {lesson.number} ({lesson.title}):")
-        for number, hint in enumerate(hints, start=1):
-            print(textwrap.fill(hint, width=88, initial_indent=f"{number:>3}. ", subsequent_indent="     "))
-        print(f"(`./course hint {lesson.number} K` shows hint K alone.)")
-        return 0
     if not hints:
-        raise CourseError(f"lesson {lesson.number} has no hints")
-    if not 1 <= args.k <= len(hints):
-        raise CourseError(
-            f"lesson {lesson.number} has {len(hints)} hints: ask for one of 1 to {len(hints)}"
-        )
-    print(f"Hint {args.k} of {len(hints)} for lesson {lesson.number}:")
-    print(textwrap.fill(hints[args.k - 1], width=88))
+        print(f"Lesson {lesson.number} has no hints. Its README's pitfalls section may help.")
+        return 0
+    seen_file = hints_seen_file(root, lesson)
+    try:
+        seen = max(0, min(len(hints), int(seen_file.read_text(encoding="ascii").strip())))
+    except (OSError, ValueError):
+        seen = 0
+    if args.k is None:
+        # One hint at a time, the next one not seen yet: each goes a step further, and only
+        # the last one shows code.
+        k = min(seen + 1, len(hints))
+    else:
+        if not 1 <= args.k <= len(hints):
+            raise CourseError(
+                f"lesson {lesson.number} has {len(hints)} hints: ask for one of 1 to {len(hints)}",
+                exit_code=2,
+            )
+        k = args.k
+    print(f"Hint {k} of {len(hints)} for lesson {lesson.number} ({lesson.title}):")
+    print(textwrap.fill(hints[k - 1], width=88))
+    if k > seen:
+        seen_file.parent.mkdir(parents=True, exist_ok=True)
+        seen_file.write_text(f"{k}\n", encoding="ascii")
+    if k < len(hints):
+        print(f"(Stuck after trying it? `./course hint {lesson.number}` shows the next one.)")
+    else:
+        print("(That was the last hint.)")
     return 0
 
 
@@ -213,17 +290,18 @@ def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
 
 
 def cmd_diff(root: Path, args: argparse.Namespace) -> int:
+    """Your file against the solution as a student would write it: the solution without its
+    BEGIN/END SOLUTION and STARTER lines, your file without the generated header line."""
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
-    lesson_dir = lesson.lesson_dir(root)
     compared = 0
-    for mine in sorted(lesson_dir.iterdir()):
-        solution = lesson.solution_dir(root) / mine.name
-        if not (mine.is_file() and solution.is_file()):
+    for solution, mine in starter_pairs(root, lesson):
+        if not mine.is_file():
+            print(f"{shown(mine, root)} is missing (./course reset {lesson.number} restores it).")
             continue
         compared += 1
         text = unified_diff(
-            mine.read_text(encoding="utf-8"),
-            solution.read_text(encoding="utf-8"),
+            strip_generated_header(mine.read_text(encoding="utf-8")),
+            solution_without_markers(solution.read_text(encoding="utf-8")),
             shown(mine, root),
             shown(solution, root),
         )
@@ -306,8 +384,24 @@ NO_GPU_MESSAGE = (
 )
 
 
+def configure_presets(root: Path) -> list[str]:
+    """The configure presets of CMakePresets.json that a user may name (not the hidden ones)."""
+    try:
+        data = json.loads((root / "CMakePresets.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [p["name"] for p in data.get("configurePresets", []) if not p.get("hidden")]
+
+
 def cmd_tour(root: Path, args: argparse.Namespace) -> int:
     lessons = load_catalog(root)
+    presets = configure_presets(root)
+    if args.preset not in presets:
+        # Checked before anything runs: an empty or unknown preset would make CMake
+        # configure somewhere unexpected (an empty one: inside the source tree).
+        raise CourseError(
+            f"unknown preset {args.preset!r}; the presets are: {', '.join(presets)}", exit_code=2
+        )
     tree = BuildTree(root, args.preset)
     tree.configure_if_needed()
     tree.build(PROBE_NAME)
@@ -338,7 +432,9 @@ def cmd_tour(root: Path, args: argparse.Namespace) -> int:
         if not executable.exists():
             runs.append(LessonRun(lesson.number, lesson.title, "ERROR", f"{shown(executable, root)} was not built"))
             continue
-        command = [shown(executable, root)] + args.extra
+        # Quick sizes unless --full: the tour shows that every lesson runs and verifies
+        # itself; `./course run NN` (or --full) gives the measured figures.
+        command = [shown(executable, root)] + ([] if args.full else ["--quick"]) + args.extra
         if csv_dir:
             command += ["--csv", str(csv_dir / f"{lesson.name}.csv")]
         exit_code, lines = build.run_streaming(command, root)
@@ -360,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
             "A lesson is named by its number or slug: 1, 01, 01_register_staged or "
             "register_staged. Arguments after `--` go to the program that `run` or "
             "`tour` starts. Typical loop: ./course list; ./course run 01; ./course check 01; "
-            "./course hint 01; ./course diff 01."
+            "./course hint 01; ./course diff 01. Passing flags to a lesson program: "
+            "./course run 03 -- --quick; ./course run 06 --solution -- --stages 6 --csv out.csv."
         ),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -402,4 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
     tour = add("tour", cmd_tour, "build everything and run every ready lesson's solution", True)
     tour.add_argument("--preset", default="default", help="CMake configure preset (default: default)")
     tour.add_argument("--csv-dir", metavar="DIR", help="write each lesson's table to DIR/NN_slug.csv")
+    tour.add_argument(
+        "--full",
+        action="store_true",
+        help="run every lesson at its full size (default: --quick sizes, a minute or two in all)",
+    )
     return parser

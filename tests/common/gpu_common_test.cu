@@ -2,10 +2,14 @@
 // byte, buffers and timing work. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <iostream>
 #include <vector>
 
 #include "course/buffers.h"
 #include "course/data.h"
+#include "course/device.h"
+#include "course/roof.h"
 #include "course/timing.h"
 #include "gpu_test.h"
 
@@ -44,6 +48,68 @@ TEST_F(GpuCommon, TimingReturnsOneSamplePerIteration) {
   EXPECT_EQ(calls, 7);
   ASSERT_EQ(t.samples_ms.size(), 5u);
   EXPECT_GT(t.median_ms, 0.0);
+}
+
+TEST_F(GpuCommon, SmCopyRoofCopiesEveryByteAtEveryShape) {
+  const course::DeviceSummary device = course::open_device(0);
+  course::Stream stream;
+  for (std::size_t n : {4u, 1000004u}) {  // uint32 elements: a multiple of 4 (16 bytes)
+    course::DeviceBuffer<std::uint32_t> in(n), out(n);
+    course::fill_hash(in.span(), 7);
+    for (course::CopyShape shape : {course::CopyShape{1, 256, 4}, course::CopyShape{2, 1024, 8}}) {
+      course::poison(out.data(), out.bytes());
+      course::sm_copy(out.data(), in.data(), in.bytes(), device, shape, stream.get());
+      COURSE_CHECK(cudaStreamSynchronize(stream.get()));
+      const auto c = course::compare_exact<std::uint32_t>(course::to_host(in.cspan()),
+                                                          course::to_host(out.cspan()));
+      EXPECT_TRUE(c.ok()) << n << " elements: " << c.summary();
+    }
+  }
+  course::DeviceBuffer<std::uint32_t> a(5), b(5);  // 20 bytes: not a multiple of 16
+  EXPECT_THROW(course::sm_copy(b.data(), a.data(), a.bytes(), device, {}, stream.get()),
+               std::invalid_argument);
+}
+
+TEST_F(GpuCommon, SmCopyRoofAndD2DAreMeasuredSideBySide) {
+  const course::DeviceSummary device = course::open_device(0);
+  course::Stream stream;
+  const std::size_t n = 64u << 20;  // 256 MiB: beyond any L2
+  course::DeviceBuffer<std::uint32_t> in(n), out(n);
+  course::fill_hash(in.span(), 3);
+  const course::SmCopyRoof roof =
+      course::measure_sm_copy_roof(out.data(), in.data(), in.bytes(), device, stream.get(), 2, 5);
+  const double d2d_ms =
+      course::time_stream_work(
+          [&](cudaStream_t s) {
+            COURSE_CHECK(cudaMemcpyAsync(out.data(), in.data(), in.bytes(),
+                                         cudaMemcpyDeviceToDevice, s));
+          },
+          stream.get(), 2, 5)
+          .median_ms;
+  const double roof_rate = 2.0 * in.bytes() / (roof.median_ms * 1e6);
+  const double d2d_rate = 2.0 * in.bytes() / (d2d_ms * 1e6);
+  std::cout << device.name << ": SM copy roof " << roof_rate << " GB/s (" << roof.describe()
+            << "), D2D cudaMemcpy " << d2d_rate << " GB/s, ratio " << roof_rate / d2d_rate << "\n";
+  EXPECT_GT(roof_rate, 0.5 * d2d_rate);  // a copy kernel is never far off the memory roof
+}
+
+__global__ void empty_kernel() {}
+
+TEST_F(GpuCommon, TimedSamplesExcludeTheHostsLaunchWork) {
+  // 30 us of host work before each launch of an empty kernel (a few us of device time):
+  // the stream is held for 50 us before the start event, so the host's work is over before
+  // the clock starts, and the sample is the kernel alone.
+  course::Stream stream;
+  const auto t = course::time_stream_work(
+      [](cudaStream_t s) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        empty_kernel<<<1, 32, 0, s>>>();
+        COURSE_CHECK_LAUNCH();
+      },
+      stream.get(), 1, 9);
+  EXPECT_LT(t.median_ms, 0.020) << "the host's 30 us before the launch were timed";
 }
 
 TEST_F(GpuCommon, CudaErrorsThrowWithFileAndLine) {

@@ -4,8 +4,8 @@
 /// A device-to-device cudaMemcpy is the classic yardstick, but on some GPUs (the H200 among
 /// them) the driver runs it on a copy engine, not on the SMs, and no kernel can match it.
 /// Every copy-and-compute lesson therefore also divides by this roof: a plain, vectorised
-/// copy kernel (16-byte loads and stores, four in flight per thread), timed at a few launch
-/// shapes in the same run, the fastest one kept. A kernel at 1.00 x this roof copies as
+/// copy kernel (16-byte loads and stores, 4 or 8 in flight per thread, tile by tile like
+/// the lessons' batches), timed at 18 launch shapes in the same run, the fastest one kept. A kernel at 1.00 x this roof copies as
 /// fast as the SMs can copy; what it does beyond copying then costs nothing.
 #pragma once
 
@@ -22,6 +22,7 @@ struct DeviceSummary;
 struct CopyShape {
   int blocks_per_sm = 1;
   int threads_per_block = 256;
+  int vectors_per_thread = 4;  ///< 16-byte vectors each thread loads before it stores (4 or 8)
 };
 
 /// Enqueues the roof's copy kernel: `bytes` bytes from `src` to `dst` with `shape`.
@@ -38,8 +39,8 @@ struct SmCopyRoof {
   std::string describe() const;
 };
 
-/// Times sm_copy() at a few launch shapes (256, 512 and 1024 threads; one block per SM up
-/// to a full SM) and returns the fastest: `warmup` untimed then `iters` timed runs each.
+/// Times sm_copy() at 18 launch shapes (256, 512 and 1024 threads; one block per SM up to a
+/// full SM; 4 or 8 vectors per thread) and returns the fastest: `warmup` untimed then `iters` timed runs each.
 SmCopyRoof measure_sm_copy_roof(void* dst, const void* src, std::size_t bytes,
                                 const DeviceSummary& device, cudaStream_t stream, int warmup,
                                 int iters);

@@ -1,8 +1,10 @@
 /// \file alignment.cuh
 /// \brief Lesson 04: alignment and trivially copyable types.
 ///
-/// The API the driver (main.cu) and the tests call. The kernels live in alignment.cu: the
-/// starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu) and the tests call. The kernel body and the functions it
+/// calls live in alignment.cu (the student's file: the starter in lessons/, the complete
+/// version in solutions/); the kernels, one per method, and the launchers in
+/// alignment_launch.cu (read-only).
 ///
 /// Every kernel of this lesson does the same simple job: it copies a byte array
 /// global -> shared -> global in 16 KB batches (out[i] = in[i]). Only the line that issues
@@ -21,6 +23,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "course/launch.h"
 
 namespace alignment {
 
@@ -175,11 +179,11 @@ inline std::string describe_returned(unsigned flags) {
   return text;
 }
 
-/// Copies `in` to `out` (out[i] = in[i]) through shared memory on `stream`, issuing each
-/// batch's global -> shared copy with `method`. The staging buffer starts
-/// stage_offset_for(in.data(), stage_offset) bytes past a 128-byte boundary. When
-/// `returned` is a device pointer, the Returned flags of every memcpy_async call are
-/// OR-ed into it (atomicOr; clear it first).
+/// Validates the arguments, then returns the launch: calling it with a stream copies `in`
+/// to `out` (out[i] = in[i]) through shared memory, issuing each batch's global -> shared
+/// copy with `method`. The staging buffer starts stage_offset_for(in.data(), stage_offset)
+/// bytes past a 128-byte boundary. When `returned` is a device pointer, the Returned flags
+/// of every memcpy_async call are OR-ed into it (atomicOr; clear it first).
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of
@@ -188,7 +192,14 @@ inline std::string describe_returned(unsigned flags) {
 /// is a promise: broken, it is undefined behaviour, so the launcher checks it); for
 /// Method::cg_char_size_t, source and stage must not differ by 2 modulo 4 (CCCL 3.0.1's
 /// cooperative groups copy such char data as 2-byte words without first aligning them:
-/// the README shows why). `out` may have any alignment. An empty input launches nothing.
+/// the README shows why). `out` may have any alignment. For an empty input the launch
+/// does nothing.
+course::Launch prepare_staged_copy(Method method, cuda::std::span<const std::uint8_t> in,
+                                   cuda::std::span<std::uint8_t> out, std::size_t stage_offset,
+                                   LaunchShape shape, unsigned* returned = nullptr);
+
+/// prepare_staged_copy(method, in, out, stage_offset, shape, returned), launched at once on
+/// `stream`.
 void staged_copy(Method method, cuda::std::span<const std::uint8_t> in,
                  cuda::std::span<std::uint8_t> out, std::size_t stage_offset, LaunchShape shape,
                  cudaStream_t stream, unsigned* returned = nullptr);

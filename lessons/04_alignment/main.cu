@@ -1,16 +1,15 @@
-// Lesson 04 driver: the same staged byte copy (global -> shared -> global) issued with every
-// element type and alignment promise, with cuda::memcpy_async and with
+// Lesson 04 driver (read-only): the same staged byte copy (global -> shared -> global)
+// issued with every element type and alignment promise, with cuda::memcpy_async and with
 // cooperative_groups::memcpy_async, from 128-byte aligned, merely 16-byte aligned and
 // misaligned addresses. Every variant is checked byte by byte (guard bytes around the output
-// included) and timed against a device-to-device cudaMemcpy measured in the same run. A
-// second table says, for each variant, what the compiler emitted for its copy (read from the
-// PTX embedded in this very executable) and what memcpy_async returned.
+// included) and timed against a device-to-device cudaMemcpy and the SM copy roof measured in
+// the same run. One line per variant then says what the compiler emitted for its copy (read
+// from the PTX embedded in this very executable) and what memcpy_async returned.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <string>
@@ -33,6 +32,8 @@ constexpr std::uint64_t kDefaultBytes = 1ull << 30;  // 1 GiB: far beyond L2
 constexpr std::uint64_t kQuickBytes = 1000003;       // prime: odd, and never a whole batch
 // Room around each array: offsets up to 16 bytes, and guard bytes that must stay poisoned.
 constexpr std::size_t kSlack = 256;
+// At most 32 resident blocks per SM on sm_80 and sm_90.
+constexpr int kMaxBlocksPerSm = 32;
 
 struct VariantSpec {
   std::string name;
@@ -121,9 +122,15 @@ int main(int argc, char** argv) {
   flags.add_common(options, "bytes to copy (default 1G = 1 GiB; K/M/G suffixes)",
                    names_of(variants));
   flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
-                "blocks per SM (default 0: as many as fit, asked per kernel)");
+                "blocks per SM (default 0: as many as fit, asked per kernel; at most 32)");
 
-  return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
+  const auto validate = [&] {
+    if (blocks_per_sm > kMaxBlocksPerSm) {
+      throw course::UsageError("--blocks-per-sm must be in [0, " + std::to_string(kMaxBlocksPerSm) +
+                               "], got " + std::to_string(blocks_per_sm));
+    }
+  };
+  const auto body = [&](const course::DeviceSummary& gpu) {
     const std::size_t n =
         options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
     std::cout << "lesson 04 alignment: " << n << " bytes, " << kThreads
@@ -151,10 +158,16 @@ int main(int argc, char** argv) {
 
     course::Harness harness("04_alignment", options, gpu);
     harness.reference_d2d_copy(out_base, in_base, n);
+    // The roof kernel copies 16-byte vectors: the input's whole vectors (the rate is per byte).
+    harness.roof_sm_copy(out_base, in_base, n - n % 16);
     harness.baseline("cuda/char/size_t");
     harness.headline("cuda/char/aligned16");
     harness.target({"cuda/char/aligned16", 0.80});
 
+    std::cout << "each variant: its launch, where source and stage start modulo 16, the "
+                 "alignment its type or promise needs, what its copy compiled to ("
+              << (target.empty() ? "?" : target)
+              << " PTX of this executable) and what memcpy_async returned:\n";
     std::map<std::string, unsigned> returned_by_variant;
     for (const VariantSpec& spec : variants) {
       // A type or a promise of N bytes needs a size that is a multiple of N.
@@ -166,20 +179,13 @@ int main(int argc, char** argv) {
       const int blocks = static_cast<int>(
           std::max<std::size_t>(1, std::min<std::size_t>(gpu.sm_count * per_sm, batches)));
       const alignment::LaunchShape shape{blocks, kThreads};
-      if (options.variant.empty() || options.variant == spec.name) {
-        std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
-                  << " per SM, at most " << resident << " fit; never more than the " << batches
-                  << " batches), " << bytes << " bytes\n";
-      }
       const cuda::std::span<const std::uint8_t> in(in_base + spec.offset, bytes);
       const cuda::std::span<std::uint8_t> out(out_base + spec.offset, bytes);
       harness.run({
           spec.name,
           2.0 * static_cast<double>(bytes),
-          [&, spec, in, out, shape](cudaStream_t s) {
-            alignment::staged_copy(spec.method, in, out, spec.stage_offset, shape, s,
-                                   returned.data());
-          },
+          alignment::prepare_staged_copy(spec.method, in, out, spec.stage_offset, shape,
+                                         returned.data()),
           [&](cudaStream_t s) {
             course::poison(out_base, total, s);
             COURSE_CHECK(cudaMemsetAsync(returned.data(), 0, sizeof(unsigned), s));
@@ -196,34 +202,19 @@ int main(int argc, char** argv) {
             return course::compare_exact<std::uint8_t>(expected, actual);
           },
       });
-    }
-
-    // What each copy compiled to and what memcpy_async returned: the columns the results
-    // table has no room for.
-    std::cout << "\nwhat each variant's copy compiled to (" << (target.empty() ? "?" : target)
-              << " PTX of this executable) and what memcpy_async returned:\n";
-    std::vector<std::vector<std::string>> rows = {
-        {"variant", "src,stage mod 16", "needs", "emitted", "returned"}};
-    for (const VariantSpec& spec : variants) {
       const auto r = returned_by_variant.find(spec.name);
       if (r == returned_by_variant.end()) continue;  // not run (--variant)
       const std::size_t stage = spec.stage_offset == kMatchSource ? spec.offset : spec.stage_offset;
       const auto e = emitted.find(spec.method);
-      rows.push_back({spec.name, mod16(spec.offset) + "," + mod16(stage),
-                      std::to_string(alignment::required_alignment(spec.method)) + " B",
-                      e == emitted.end() ? "?" : e->second,
-                      alignment::describe_returned(r->second)});
-    }
-    std::vector<std::size_t> width(rows.front().size(), 0);
-    for (const auto& row : rows) {
-      for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-    }
-    for (const auto& row : rows) {
-      for (std::size_t c = 0; c < row.size(); ++c) {
-        std::cout << std::left << std::setw(static_cast<int>(width[c])) << row[c]
-                  << (c + 1 < row.size() ? "  " : "\n");
-      }
+      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
+                << " per SM, at most " << resident << " fit; never more than the " << batches
+                << " batches), " << bytes
+                << " bytes\n      src,stage mod 16 = " << mod16(spec.offset) << "," << mod16(stage)
+                << "; needs " << alignment::required_alignment(spec.method)
+                << " B; emitted: " << (e == emitted.end() ? "?" : e->second)
+                << "; returned: " << alignment::describe_returned(r->second) << "\n";
     }
     return harness.finish();
-  });
+  };
+  return course::run_driver(flags, argc, argv, options, body, validate);
 }

@@ -1,24 +1,10 @@
-// Lesson 04: alignment and trivially copyable types.
+// Your exercise: the TODOs in this file. Read-only: alignment_launch.cu, main.cu, the tests.
 //
-// Every kernel here copies a byte array global -> shared -> global in 16 KB batches. For
-// each batch a block
-//   1. issues the global -> shared copy with memcpy_async (the one line this lesson studies),
-//   2. waits for it,
-//   3. writes the staged bytes back to global memory (out[i] = in[i]),
-//   4. waits at a block barrier before the next batch may overwrite shared memory.
-//
-// What memcpy_async can do in step 1 is decided at COMPILE time from what the compiler
-// knows about alignment: alignof of the element type the pointers have, and the N of a
-// cuda::aligned_size_t<N> byte count. cuda::memcpy_async takes max(alignof(T), N):
-//   1 or 2  -> no cp.async at all: a synchronous loop of 1- or 2-byte loads and stores,
-//              and the call returns async_contract_fulfillment::none;
-//   4 or 8  -> cp.async of 4 or 8 bytes per thread (LDGSTS);
-//   16      -> cp.async.cg of 16 bytes on sm_80, and on sm_90 one bulk copy (TMA) for the
-//              whole batch, when the barrier is a block-scope cuda::barrier in shared memory.
-// cooperative_groups::memcpy_async checks the pointers at RUN time when it only knows 1 or
-// 2 bytes, and never uses a bulk copy. The `peeled` method shows how to get 16-byte copies
-// for data that really is misaligned: copy a few bytes by hand until both pointers reach a
-// boundary, promise aligned_size_t<16> for the middle, and copy the rest by hand.
+// Lesson 04: alignment and trivially copyable types. Each batch of 16 KB: 1. issue the
+// global -> shared copy with memcpy_async (the line this lesson studies), 2. wait for it,
+// 3. write the stage back (out[i] = in[i]), 4. sync before the stage is overwritten. What
+// step 1 compiles to depends only on what the compiler knows (the README's table).
+// alignment_launch.cu instantiates staged_copy_body once per method, as its own kernel.
 #include "alignment.cuh"
 
 #include <cooperative_groups.h>
@@ -27,11 +13,7 @@
 #include <cuda/ptx>
 #include <nv/target>
 
-#include <stdexcept>
-#include <string>
 #include <type_traits>
-
-#include "course/check.h"
 
 namespace alignment {
 namespace {
@@ -50,8 +32,7 @@ struct StageArgs {
 
 __device__ std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-// ---- Cutting a byte range at an alignment boundary ----------------------------------------
-
+/// Cuts a byte range at `alignment` boundaries (the public split_at_alignment calls it).
 __host__ __device__ constexpr Split split_range(std::uintptr_t first, std::size_t count,
                                                 std::size_t alignment) {
   // TODO 1: split the `count` bytes starting at address `first` into a head (the bytes
@@ -63,23 +44,19 @@ __host__ __device__ constexpr Split split_range(std::uintptr_t first, std::size_
   const std::size_t head = to_boundary < count ? to_boundary : count;
   const std::size_t body = (count - head) / alignment * alignment;
   return Split{head, body, count - head - body};
-  // STARTER: (void)first;
-  // STARTER: (void)alignment;
+  // STARTER: (void)first; (void)alignment;
   // STARTER: return Split{count, 0, 0};
   // END SOLUTION
 }
 
-// ---- Plain copies (synchronous): any address, the slowest way -----------------------------
-
-/// Block-strided copy of `count` bytes with ordinary loads and stores.
+/// Synchronous block-strided copy of `count` bytes with ordinary loads and stores.
 __device__ void copy_bytes(const cg::thread_block& block, std::uint8_t* dst,
                            const std::uint8_t* src, std::size_t count) {
   for (std::size_t i = block.thread_rank(); i < count; i += block.size()) dst[i] = src[i];
 }
 
-/// Writes the staged batch back to global memory: bytes up to `out`'s first W-byte
-/// boundary, W-byte words for the middle, bytes for the rest. Valid when `out` and
-/// `stage` have the same address modulo W (the caller checks).
+/// Writes the staged batch back: bytes up to `out`'s first W-byte boundary, W-byte words,
+/// bytes for the rest. Valid when `out` and `stage` are equal modulo W.
 template <class Word>
 __device__ void write_back_as(const cg::thread_block& block, std::uint8_t* out,
                               const std::uint8_t* stage, std::size_t count) {
@@ -97,25 +74,18 @@ __device__ void write_back_as(const cg::thread_block& block, std::uint8_t* out,
 __device__ void write_back(const cg::thread_block& block, std::uint8_t* out,
                            const std::uint8_t* stage, std::size_t count) {
   const unsigned mismatch = (address(out) ^ address(stage)) % 16;
-  if (mismatch == 0) {
-    write_back_as<uint4>(block, out, stage, count);
-  } else if (mismatch % 4 == 0) {
-    write_back_as<std::uint32_t>(block, out, stage, count);
-  } else {
-    copy_bytes(block, out, stage, count);
-  }
+  if (mismatch == 0) return write_back_as<uint4>(block, out, stage, count);
+  if (mismatch % 4 == 0) return write_back_as<std::uint32_t>(block, out, stage, count);
+  copy_bytes(block, out, stage, count);
 }
-
-// ---- Step 1: issuing the copy -------------------------------------------------------------
 
 // [[maybe_unused]]: the starter calls it only once TODO 2 is done.
 [[maybe_unused]] __device__ unsigned returned_flag(cuda::async_contract_fulfillment fulfillment) {
   return fulfillment == cuda::async_contract_fulfillment::async ? kReturnedAsync : kReturnedNone;
 }
 
-/// Issues the block's copy of `bytes` bytes from `batch_in` (global) to `stage` (shared)
-/// through pointers to T, with a plain size_t count (Promise == 0) or with
-/// cuda::aligned_size_t<Promise>. Returns the Returned flag of the call.
+/// Step 1: the block's copy of `bytes` bytes from `batch_in` (global) to `stage` (shared)
+/// through T*, with a size_t (Promise == 0) or cuda::aligned_size_t<Promise>.
 template <Api A, class T, std::size_t Promise>
 __device__ unsigned issue_copy(const cg::thread_block& block, std::uint8_t* stage,
                                const std::uint8_t* batch_in, std::size_t bytes, Barrier& bar) {
@@ -148,11 +118,7 @@ __device__ unsigned issue_copy(const cg::thread_block& block, std::uint8_t* stag
     }
     return kReturnedVoid;
   }
-  // STARTER: (void)block;
-  // STARTER: (void)dst;
-  // STARTER: (void)src;
-  // STARTER: (void)bytes;
-  // STARTER: (void)bar;
+  // STARTER: (void)block; (void)dst; (void)src; (void)bytes; (void)bar;
   // STARTER: return 0;
   // END SOLUTION
 }
@@ -177,11 +143,7 @@ __device__ unsigned copy_peeled_at(const cg::thread_block& block, std::uint8_t* 
   }
   copy_bytes(block, dst + s.head + s.body, src + s.head + s.body, s.tail);
   return returned;
-  // STARTER: (void)block;
-  // STARTER: (void)dst;
-  // STARTER: (void)src;
-  // STARTER: (void)count;
-  // STARTER: (void)bar;
+  // STARTER: (void)block; (void)dst; (void)src; (void)count; (void)bar;
   // STARTER: return 0;
   // END SOLUTION
 }
@@ -201,17 +163,12 @@ __device__ unsigned copy_peeled(const cg::thread_block& block, std::uint8_t* dst
   if (mismatch % 4 == 0) return copy_peeled_at<4>(block, dst, src, count, bar);
   copy_bytes(block, dst, src, count);
   return 0;
-  // STARTER: (void)block;
-  // STARTER: (void)dst;
-  // STARTER: (void)src;
-  // STARTER: (void)count;
-  // STARTER: (void)bar;
+  // STARTER: (void)block; (void)dst; (void)src; (void)count; (void)bar;
   // STARTER: return 0;
   // END SOLUTION
 }
 
-// ---- Step 2: waiting for the copy ---------------------------------------------------------
-
+/// Step 2: the wait that belongs to the API.
 template <Api A>
 __device__ void wait_for_copy(const cg::thread_block& block, Barrier& bar) {
   // TODO 3: wait until this batch's copy has landed and every thread can read all of it.
@@ -224,12 +181,11 @@ __device__ void wait_for_copy(const cg::thread_block& block, Barrier& bar) {
   } else {
     bar.arrive_and_wait();
   }
-  // STARTER: (void)block;
-  // STARTER: (void)bar;
+  // STARTER: (void)block; (void)bar;
   // END SOLUTION
 }
 
-// ---- The kernels ----------------------------------------------------------------------------
+// ---- The kernel body (one kernel per method instantiates it: alignment_launch.cu) --------
 
 /// Moves a shared-memory pointer up to the next kStageBoundary boundary. Pointer
 /// arithmetic, not integer arithmetic: the compiler must still see that the result points
@@ -239,8 +195,7 @@ __device__ std::uint8_t* align_to_boundary(void* p) {
   return bytes + (kStageBoundary - address(p) % kStageBoundary) % kStageBoundary;
 }
 
-// A __shared__ cuda::barrier has no constructor that runs: init() below sets it up. CCCL's
-// documentation silences this warning the same way.
+// A __shared__ cuda::barrier is never constructed: init() sets it up (as CCCL's docs do).
 #pragma nv_diag_suppress static_var_with_dynamic_init
 
 template <Api A, class T, std::size_t Promise>
@@ -277,72 +232,7 @@ __device__ void staged_copy_body(const StageArgs& args) {
   }
 }
 
-// One kernel per method, each with its own name, so that its PTX and SASS can be found
-// (MethodInfo::kernel_name) and read on their own.
-// clang-format off
-__global__ void stage_cuda_char_size_t(StageArgs a) { staged_copy_body<Api::cuda_barrier, char, 0>(a); }
-__global__ void stage_cuda_short_size_t(StageArgs a) { staged_copy_body<Api::cuda_barrier, short, 0>(a); }
-__global__ void stage_cuda_int_size_t(StageArgs a) { staged_copy_body<Api::cuda_barrier, int, 0>(a); }
-__global__ void stage_cuda_int2_size_t(StageArgs a) { staged_copy_body<Api::cuda_barrier, int2, 0>(a); }
-__global__ void stage_cuda_int4_size_t(StageArgs a) { staged_copy_body<Api::cuda_barrier, int4, 0>(a); }
-__global__ void stage_cuda_char_aligned2(StageArgs a) { staged_copy_body<Api::cuda_barrier, char, 2>(a); }
-__global__ void stage_cuda_char_aligned4(StageArgs a) { staged_copy_body<Api::cuda_barrier, char, 4>(a); }
-__global__ void stage_cuda_char_aligned8(StageArgs a) { staged_copy_body<Api::cuda_barrier, char, 8>(a); }
-__global__ void stage_cuda_char_aligned16(StageArgs a) { staged_copy_body<Api::cuda_barrier, char, 16>(a); }
-__global__ void stage_cg_char_size_t(StageArgs a) { staged_copy_body<Api::cooperative_groups, char, 0>(a); }
-__global__ void stage_cg_short_size_t(StageArgs a) { staged_copy_body<Api::cooperative_groups, short, 0>(a); }
-__global__ void stage_cg_int_size_t(StageArgs a) { staged_copy_body<Api::cooperative_groups, int, 0>(a); }
-__global__ void stage_cg_int2_size_t(StageArgs a) { staged_copy_body<Api::cooperative_groups, int2, 0>(a); }
-__global__ void stage_cg_int4_size_t(StageArgs a) { staged_copy_body<Api::cooperative_groups, int4, 0>(a); }
-__global__ void stage_cg_char_aligned2(StageArgs a) { staged_copy_body<Api::cooperative_groups, char, 2>(a); }
-__global__ void stage_cg_char_aligned4(StageArgs a) { staged_copy_body<Api::cooperative_groups, char, 4>(a); }
-__global__ void stage_cg_char_aligned8(StageArgs a) { staged_copy_body<Api::cooperative_groups, char, 8>(a); }
-__global__ void stage_cg_char_aligned16(StageArgs a) { staged_copy_body<Api::cooperative_groups, char, 16>(a); }
-__global__ void stage_peeled(StageArgs a) { staged_copy_body<Api::peeled, char, 0>(a); }
-// clang-format on
-
-using Kernel = void (*)(StageArgs);
-
-Kernel kernel_for(Method method) {
-  // clang-format off
-  switch (method) {
-    case Method::cuda_char_size_t: return stage_cuda_char_size_t;
-    case Method::cuda_short_size_t: return stage_cuda_short_size_t;
-    case Method::cuda_int_size_t: return stage_cuda_int_size_t;
-    case Method::cuda_int2_size_t: return stage_cuda_int2_size_t;
-    case Method::cuda_int4_size_t: return stage_cuda_int4_size_t;
-    case Method::cuda_char_aligned2: return stage_cuda_char_aligned2;
-    case Method::cuda_char_aligned4: return stage_cuda_char_aligned4;
-    case Method::cuda_char_aligned8: return stage_cuda_char_aligned8;
-    case Method::cuda_char_aligned16: return stage_cuda_char_aligned16;
-    case Method::cg_char_size_t: return stage_cg_char_size_t;
-    case Method::cg_short_size_t: return stage_cg_short_size_t;
-    case Method::cg_int_size_t: return stage_cg_int_size_t;
-    case Method::cg_int2_size_t: return stage_cg_int2_size_t;
-    case Method::cg_int4_size_t: return stage_cg_int4_size_t;
-    case Method::cg_char_aligned2: return stage_cg_char_aligned2;
-    case Method::cg_char_aligned4: return stage_cg_char_aligned4;
-    case Method::cg_char_aligned8: return stage_cg_char_aligned8;
-    case Method::cg_char_aligned16: return stage_cg_char_aligned16;
-    case Method::peeled: return stage_peeled;
-  }
-  // clang-format on
-  throw std::invalid_argument("alignment: unknown method " +
-                              std::to_string(static_cast<int>(method)));
-}
-
-void require(bool condition, const std::string& message, Method method) {
-  if (!condition) {
-    throw std::invalid_argument(std::string("alignment::staged_copy(") + info(method).name +
-                                "): " + message);
-  }
-}
-
 }  // namespace
-
-Split split_at_alignment(std::uintptr_t first, std::size_t count, std::size_t alignment) {
-  return split_range(first, count, alignment);
-}
 
 std::size_t stage_offset_for(const void* source, std::size_t requested) {
   // TODO 6: you own shared memory, so you choose where the staging buffer starts. For
@@ -354,53 +244,6 @@ std::size_t stage_offset_for(const void* source, std::size_t requested) {
   // STARTER: (void)source;
   // STARTER: return requested == kMatchSource ? 0 : requested;
   // END SOLUTION
-}
-
-void staged_copy(Method method, cuda::std::span<const std::uint8_t> in,
-                 cuda::std::span<std::uint8_t> out, std::size_t stage_offset, LaunchShape shape,
-                 cudaStream_t stream, unsigned* returned) {
-  require(in.size() == out.size(),
-          "in has " + std::to_string(in.size()) + " bytes, out " + std::to_string(out.size()),
-          method);
-  require(shape.threads_per_block >= 32 && shape.threads_per_block <= 1024 &&
-              shape.threads_per_block % 32 == 0,
-          "threads_per_block must be a multiple of 32 in [32, 1024], got " +
-              std::to_string(shape.threads_per_block),
-          method);
-  require(shape.blocks >= 1, "blocks must be >= 1, got " + std::to_string(shape.blocks), method);
-  require(stage_offset == kMatchSource || stage_offset < kStageBoundary,
-          "stage_offset must be below " + std::to_string(kStageBoundary) + " or kMatchSource",
-          method);
-  const std::size_t offset = stage_offset_for(in.data(), stage_offset);
-  const std::size_t source = reinterpret_cast<std::uintptr_t>(in.data());
-  // The type and the promise are what the kernel was compiled for; data that breaks them is
-  // undefined behaviour (a misaligned cp.async, or a copy past the end): refuse it here.
-  const std::size_t alignment = required_alignment(method);
-  require(source % alignment == 0,
-          "the source must be " + std::to_string(alignment) + "-byte aligned", method);
-  require(offset % alignment == 0,
-          "the stage offset must be a multiple of " + std::to_string(alignment), method);
-  require(in.size() % alignment == 0,
-          "the size must be a multiple of " + std::to_string(alignment) + " bytes", method);
-  if (method == Method::cg_char_size_t) {
-    // CCCL 3.0.1's cooperative_groups::memcpy_async picks 2-byte words for char data whose
-    // two addresses differ by 2 modulo 4, without first aligning them: for odd addresses
-    // that is a misaligned access, and an odd byte count loses its last byte.
-    require((source ^ offset) % 4 != 2,
-            "source and stage differ by 2 modulo 4: CCCL 3.0.1 copies such char data wrongly",
-            method);
-  }
-  if (in.empty()) return;
-  const StageArgs args{in.data(), out.data(), in.size(), static_cast<unsigned>(offset), returned};
-  kernel_for(method)<<<shape.blocks, shape.threads_per_block, shared_bytes(), stream>>>(args);
-  COURSE_CHECK_LAUNCH();
-}
-
-int max_blocks_per_sm(Method method, int threads_per_block) {
-  int blocks = 0;
-  COURSE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel_for(method),
-                                                             threads_per_block, shared_bytes()));
-  return blocks;
 }
 
 }  // namespace alignment

@@ -2,7 +2,8 @@
 /// \brief Lesson 01: copy and compute through registers (no asynchronous copy yet).
 ///
 /// The API the driver (main.cu) and the tests call. The kernels live in
-/// register_staged.cu: the starter in lessons/, the complete version in solutions/.
+/// register_staged.cu (the student's file: the starter in lessons/, the complete version in
+/// solutions/); the launchers in register_staged_launch.cu (read-only).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "course/batches.cuh"
+#include "course/launch.h"
+#include "course/workload.h"
 
 namespace register_staged {
 
@@ -29,10 +34,12 @@ struct LaunchShape {
   int threads_per_block = 0;
 };
 
-/// Elements one block stages per batch: threads (fine) or threads x 16 (coarse).
+/// Elements one block stages per batch: threads (fine) or threads x 16 (coarse,
+/// course::batches::batch_elements). Always a multiple of 32 (whole groups).
 __host__ __device__ constexpr std::size_t batch_elements(Granularity g, int threads_per_block) {
-  return static_cast<std::size_t>(threads_per_block) *
-         (g == Granularity::fine ? 1 : kVectorsPerThread * 4);
+  return g == Granularity::fine
+             ? static_cast<std::size_t>(threads_per_block)
+             : course::batches::batch_elements(threads_per_block, kVectorsPerThread);
 }
 
 /// Dynamic shared memory of one block: one batch of uint32_t.
@@ -40,14 +47,35 @@ __host__ __device__ constexpr std::size_t shared_bytes(Granularity g, int thread
   return batch_elements(g, threads_per_block) * sizeof(std::uint32_t);
 }
 
-/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// The compute step of one staged batch `b` at granularity `G`, shared by the whole block
+/// (the caller synchronises before): a full coarse batch as 16-byte vectors
+/// (course::batches::compute_batch), anything else element by element, so that fine
+/// granularity needs only 4-byte aligned arrays. Lessons 01 and 02 use it.
+template <Granularity G>
+__device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t* __restrict__ out,
+                                     course::batches::Batch b, std::size_t batch, std::size_t n) {
+  if constexpr (G == Granularity::coarse) {
+    course::batches::compute_batch(staged, out, b, batch, n);
+  } else {
+    course::workload::combine_elements(staged, out + b.first, b.first, b.count, n, threadIdx.x,
+                                       blockDim.x);
+  }
+}
+
+/// Validates the arguments and sets the kernel's shared-memory attribute, then returns the
+/// launch: calling it with a stream runs the copy-and-compute workload (course/workload.h)
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, staging each batch
 /// global -> registers -> shared memory with two block-wide barriers per batch.
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of
 /// 32; blocks >= 1; at coarse granularity both pointers are 16-byte aligned.
-/// An empty input launches nothing.
+/// For an empty input the launch does nothing.
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, Granularity granularity,
+                                        LaunchShape shape);
+
+/// prepare_copy_and_compute(in, out, granularity, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       Granularity granularity, LaunchShape shape, cudaStream_t stream);
 

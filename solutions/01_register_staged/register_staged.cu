@@ -1,7 +1,10 @@
+// Your exercise: the TODOs in this file. The launchers (register_staged_launch.cu), the
+// driver (main.cu) and the tests are read-only.
+//
 // Lesson 01: copy and compute through registers.
 //
 // The copy-and-compute pattern of the Programming Guide without memcpy_async: each block
-// walks over batches of the input; for each batch it
+// walks over its batches of the input; for each batch it
 //   1. copies the batch global -> registers -> shared memory (each thread its own part),
 //   2. waits at a block-wide barrier until every thread's part has landed,
 //   3. computes each output from two elements of the batch (its own and its partner,
@@ -11,33 +14,32 @@
 // copies nothing. Only other resident blocks hide the latency (occupancy), which is why
 // the driver measures this kernel at full occupancy and at one block per SM. Later
 // lessons replace step 1 with asynchronous copies that overlap steps 2-4.
+//
+// Shapes, for 256 threads (course/batches.cuh):
+//   fine    batch = 256 threads x 1 uint32                     =  256 elements =  1 KB
+//   coarse  batch = 256 threads x 4 vectors x 4 uint32         = 4096 elements = 16 KB
+//           vector v of thread t = 16-byte vector v * 256 + t of the batch
 #include "register_staged.cuh"
 
-#include <stdexcept>
-#include <string>
-
-#include "course/check.h"
-#include "course/workload.h"
+#include "course/batches.cuh"
 
 namespace register_staged {
 namespace {
 
-using course::workload::combine_elements;
-using course::workload::combine_vectors;
-using course::workload::mirror_vector;
+using course::batches::Batch;
 
-/// Copies one batch of `count` elements into shared memory through registers.
-/// A full batch at coarse granularity moves 16-byte vectors; anything else moves single
-/// elements (the last batch of the input may be partial).
+/// Copies one batch of `count` elements (`batch` when it is full) into shared memory
+/// through registers, each thread its share.
 template <Granularity G>
 __device__ void stage_batch(const std::uint32_t* __restrict__ batch_in, std::uint32_t* shared,
                             std::size_t count, std::size_t batch) {
-  // TODO 1: copy this thread's share of the batch into shared memory, through registers.
-  //         For a full coarse batch, load all kVectorsPerThread uint4 vectors first
-  //         (vector v of thread t is vector v * blockDim.x + t: neighbouring threads read
-  //         neighbouring 16 bytes, so a warp's loads coalesce) and only then store them,
-  //         so four loads are in flight at once. Otherwise copy element by element,
-  //         and only the first `count` elements.
+  // TODO 1: afterwards shared[i] == batch_in[i] for every i < count once every thread of
+  //         the block has run this, and nothing at or past batch_in[count] was read. Each
+  //         element goes global -> register -> shared. A full coarse batch must move
+  //         16-byte vectors (vector v of thread t is vector v * blockDim.x + t, so a
+  //         warp's accesses coalesce) with all of this thread's kVectorsPerThread loads
+  //         issued before its first store; fine batches and the input's last, partial
+  //         batch may move single elements.
   // BEGIN SOLUTION
   if (G == Granularity::coarse && count == batch) {
     const uint4* in4 = reinterpret_cast<const uint4*>(batch_in);
@@ -54,28 +56,9 @@ __device__ void stage_batch(const std::uint32_t* __restrict__ batch_in, std::uin
   // END SOLUTION
 }
 
-/// Computes the outputs of one staged batch. `first` is the batch's first global index
-/// and `n` the input size; a batch holds whole 32-element groups, so every partner of a
-/// full batch lies in the same batch.
-template <Granularity G>
-__device__ void compute_batch(const std::uint32_t* shared, std::uint32_t* __restrict__ batch_out,
-                              std::size_t first, std::size_t count, std::size_t batch,
-                              std::size_t n) {
-  if (G == Granularity::coarse && count == batch) {
-    const uint4* shared4 = reinterpret_cast<const uint4*>(shared);
-    uint4* out4 = reinterpret_cast<uint4*>(batch_out);
-#pragma unroll
-    for (int v = 0; v < kVectorsPerThread; ++v) {
-      const unsigned vector = v * blockDim.x + threadIdx.x;
-      // The partners of this vector's four elements fill one other vector, in reverse
-      // order (course/workload.h); another thread staged it.
-      out4[vector] = combine_vectors(shared4[vector], shared4[mirror_vector(vector)]);
-    }
-  } else {
-    combine_elements(shared, batch_out, first, count, n, threadIdx.x, blockDim.x);
-  }
-}
-
+/// The register-staged copy-and-compute kernel: out[i] = combine(in[i], in[partner]) for
+/// every i < n, batch by batch through `batch_elements(G, blockDim.x)` elements of dynamic
+/// shared memory.
 template <Granularity G>
 __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
                                        std::uint32_t* __restrict__ out, std::size_t n) {
@@ -84,81 +67,31 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
   std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);
 
   const std::size_t batch = batch_elements(G, blockDim.x);
-  const std::size_t batches = (n + batch - 1) / batch;
-  // Blocks take batches in turn (a grid-stride loop over batches), so any grid size works.
-  for (std::size_t b = blockIdx.x; b < batches; b += gridDim.x) {
-    const std::size_t first = b * batch;
-    const std::size_t count = n - first < batch ? n - first : batch;
+  // Block b owns batches b, b + gridDim.x, ... (any grid size works). The count depends
+  // only on the block, so every thread of it reaches the same barriers.
+  const std::size_t mine = course::batches::batches_of_block(course::batches::batch_count(n, batch),
+                                                             blockIdx.x, gridDim.x);
+  for (std::size_t k = 0; k < mine; ++k) {
+    const Batch b = course::batches::batch_of_block(k, batch, n);
 
-    stage_batch<G>(in + first, shared, count, batch);
+    stage_batch<G>(in + b.first, shared, b.count, batch);
 
-    // TODO 2: make every thread's staged elements visible to the whole block before any
-    //         thread reads its partner's element.
+    // TODO 2: no thread may go on to the compute step before every element that the
+    //         block staged above is visible to it (it reads its partner's element,
+    //         which another thread staged).
     // BEGIN SOLUTION
     __syncthreads();
     // END SOLUTION
 
-    compute_batch<G>(shared, out + first, first, count, batch, n);
+    compute_batch<G>(shared, out, b, batch, n);
 
-    // TODO 3: keep the next iteration's copy from overwriting shared memory that a slower
-    //         thread of this block is still reading.
+    // TODO 3: no thread may start the next batch's copy into shared memory while another
+    //         thread of this block still reads the current batch there.
     // BEGIN SOLUTION
     __syncthreads();
     // END SOLUTION
   }
-}
-
-template <Granularity G>
-void launch(const std::uint32_t* in, std::uint32_t* out, std::size_t n, LaunchShape shape,
-            cudaStream_t stream) {
-  const std::size_t shared = shared_bytes(G, shape.threads_per_block);
-  // Beyond 48 KB a kernel must opt in to more dynamic shared memory.
-  COURSE_CHECK(cudaFuncSetAttribute(register_staged_kernel<G>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
-  register_staged_kernel<G><<<shape.blocks, shape.threads_per_block, shared, stream>>>(in, out, n);
-  COURSE_CHECK_LAUNCH();
-}
-
-void require(bool condition, const std::string& message) {
-  if (!condition) throw std::invalid_argument("register_staged::copy_and_compute: " + message);
 }
 
 }  // namespace
-
-void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
-                      Granularity granularity, LaunchShape shape, cudaStream_t stream) {
-  require(in.size() == out.size(),
-          "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
-  require(shape.threads_per_block >= 32 && shape.threads_per_block <= 1024 &&
-              shape.threads_per_block % 32 == 0,
-          "threads_per_block must be a multiple of 32 in [32, 1024], got " +
-              std::to_string(shape.threads_per_block));
-  require(shape.blocks >= 1, "blocks must be >= 1, got " + std::to_string(shape.blocks));
-  if (granularity == Granularity::coarse) {
-    require(reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0 &&
-                reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0,
-            "coarse granularity moves 16-byte vectors: both arrays must be 16-byte aligned");
-  }
-  if (in.empty()) return;
-  if (granularity == Granularity::fine) {
-    launch<Granularity::fine>(in.data(), out.data(), in.size(), shape, stream);
-  } else {
-    launch<Granularity::coarse>(in.data(), out.data(), in.size(), shape, stream);
-  }
-}
-
-int max_blocks_per_sm(Granularity granularity, int threads_per_block) {
-  int blocks = 0;
-  const std::size_t shared = shared_bytes(granularity, threads_per_block);
-  if (granularity == Granularity::fine) {
-    COURSE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, register_staged_kernel<Granularity::fine>, threads_per_block, shared));
-  } else {
-    COURSE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, register_staged_kernel<Granularity::coarse>, threads_per_block, shared));
-  }
-  return blocks;
-}
-
 }  // namespace register_staged

@@ -2,7 +2,8 @@
 /// \brief Lesson 02: the copy-and-compute workload with cooperative_groups::memcpy_async.
 ///
 /// The API the driver (main.cu) and the tests call. The kernels live in
-/// cg_memcpy_async.cu: the starter in lessons/, the complete version in solutions/.
+/// cg_memcpy_async.cu (the student's file: the starter in lessons/, the complete version in
+/// solutions/); the launchers in cg_memcpy_async_launch.cu (read-only).
 ///
 /// The batches, granularities and launch shapes are lesson 01's (register_staged.cuh), so
 /// that every row of this lesson's table can be compared with lesson 01's kernel at the
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "course/launch.h"
 #include "register_staged.cuh"
 
 namespace cg_memcpy_async {
@@ -51,7 +53,8 @@ __host__ __device__ constexpr std::size_t shared_bytes(Granularity granularity, 
          batch_elements(granularity, threads_per_block) * sizeof(std::uint32_t);
 }
 
-/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// Validates the arguments and sets the kernel's shared-memory attribute, then returns the
+/// launch: calling it with a stream runs the copy-and-compute workload (course/workload.h)
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i. Each block stages its
 /// batches into shared memory with one cooperative_groups::memcpy_async per batch (a
 /// single cp.async group per thread): 4-byte copies at fine granularity, 16-byte copies
@@ -61,7 +64,13 @@ __host__ __device__ constexpr std::size_t shared_bytes(Granularity granularity, 
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of
 /// 32; blocks >= 1; at coarse granularity both pointers are 16-byte aligned (the
-/// aligned_size_t<16> promise). An empty input launches nothing.
+/// aligned_size_t<16> promise). For an empty input the launch does nothing.
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, Granularity granularity,
+                                        Buffering buffering, LaunchShape shape);
+
+/// prepare_copy_and_compute(in, out, granularity, buffering, shape), launched at once on
+/// `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       Granularity granularity, Buffering buffering, LaunchShape shape,
                       cudaStream_t stream);

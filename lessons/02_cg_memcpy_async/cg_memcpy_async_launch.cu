@@ -1,0 +1,86 @@
+// Lesson 02's launchers: argument checks, the shared-memory opt-in, the choice of kernel
+// and the occupancy query. Read-only: the build compiles this file in one unit with
+// cg_memcpy_async.cu (yours, and separately the solution's), so it sees the kernels there.
+#include <cstdint>
+#include <string>
+
+#include "cg_memcpy_async.cuh"
+#include "course/check.h"
+#include "course/launch.h"
+
+namespace cg_memcpy_async {
+namespace {
+
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t);
+
+Kernel kernel_for(Granularity granularity, Buffering buffering) {
+  const bool single = buffering == Buffering::single;
+  if (granularity == Granularity::fine) {
+    return single ? single_buffer_kernel<Granularity::fine>
+                  : double_buffered_kernel<Granularity::fine>;
+  }
+  return single ? single_buffer_kernel<Granularity::coarse>
+                : double_buffered_kernel<Granularity::coarse>;
+}
+
+/// The kernel for `granularity` and `buffering`, allowed `shared` bytes of dynamic shared
+/// memory (beyond 48 KB a kernel must opt in, also for the occupancy query).
+Kernel opted_in_kernel(Granularity granularity, Buffering buffering, std::size_t shared) {
+  const Kernel kernel = kernel_for(granularity, buffering);
+  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(shared)));
+  return kernel;
+}
+
+}  // namespace
+
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, Granularity granularity,
+                                        Buffering buffering, LaunchShape shape) {
+  const std::string where = "cg_memcpy_async::copy_and_compute";
+  course::require(
+      in.size() == out.size(), where,
+      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
+  course::require(shape.threads_per_block >= 32 && shape.threads_per_block <= 1024 &&
+                      shape.threads_per_block % 32 == 0,
+                  where,
+                  "threads_per_block must be a multiple of 32 in [32, 1024], got " +
+                      std::to_string(shape.threads_per_block));
+  course::require(shape.blocks >= 1, where,
+                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
+  if (granularity == Granularity::coarse) {
+    course::require(reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0 &&
+                        reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0,
+                    where,
+                    "coarse granularity promises aligned_size_t<16>: both arrays must be "
+                    "16-byte aligned");
+  }
+  if (in.empty()) return [](cudaStream_t) {};
+
+  const std::size_t shared = shared_bytes(granularity, buffering, shape.threads_per_block);
+  const Kernel kernel = opted_in_kernel(granularity, buffering, shared);
+  const std::uint32_t* src = in.data();
+  std::uint32_t* dst = out.data();
+  const std::size_t n = in.size();
+  return [=](cudaStream_t stream) {
+    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n);
+    COURSE_CHECK_LAUNCH();
+  };
+}
+
+void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
+                      Granularity granularity, Buffering buffering, LaunchShape shape,
+                      cudaStream_t stream) {
+  prepare_copy_and_compute(in, out, granularity, buffering, shape)(stream);
+}
+
+int max_blocks_per_sm(Granularity granularity, Buffering buffering, int threads_per_block) {
+  const std::size_t shared = shared_bytes(granularity, buffering, threads_per_block);
+  const Kernel kernel = opted_in_kernel(granularity, buffering, shared);
+  int blocks = 0;
+  COURSE_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads_per_block, shared));
+  return blocks;
+}
+
+}  // namespace cg_memcpy_async

@@ -1,6 +1,7 @@
 // Lesson 00 driver: prints what this GPU can do for asynchronous data movement, which
 // lessons it can run, and measures the roofs later lessons quote: a device-to-device
-// cudaMemcpy (the reference) and host<->device transfers from pinned and pageable memory.
+// cudaMemcpy (the reference), the SM copy roof (what a plain copy kernel reaches:
+// course/roof.h), and host<->device transfers from pinned and pageable memory.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -67,85 +68,101 @@ int main(int argc, char** argv) {
   course::FlagParser flags(
       "00_device_check",
       "Lesson 00: what this GPU can do. Prints the capabilities later lessons depend on,\n"
-      "which lessons it can run, and measures a device-to-device copy (the reference) and\n"
-      "host<->device transfers from pinned and from pageable memory.");
+      "which lessons it can run, and measures a device-to-device cudaMemcpy (the reference),\n"
+      "the SM copy roof (the fastest plain copy kernel) and host<->device transfers from\n"
+      "pinned and from pageable memory.");
   flags.add_common(options, "bytes per copy, a multiple of 4 (default 256M; K/M/G suffixes)",
                    kVariants);
 
-  return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
-    const std::uint64_t bytes =
-        options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
-    if (bytes % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
-    const std::size_t n = bytes / 4;
+  const auto copy_bytes = [&] {
+    return options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
+  };
+  const auto validate = [&] {
+    if (copy_bytes() % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
+  };
+  return course::run_driver(
+      flags, argc, argv, options,
+      [&](const course::DeviceSummary& gpu) {
+        const std::uint64_t bytes = copy_bytes();
+        const std::size_t n = bytes / 4;
 
-    const device_check::Capabilities caps = device_check::query_capabilities(gpu.ordinal);
-    print_capabilities(caps);
-    print_lessons(gpu.cc);
-    std::cout << "\nlesson 00 device_check: copies of " << bytes << " bytes; GB/s counts "
-              << "2 x bytes for the device-to-device copy (read + write), 1 x for transfers\n";
+        const device_check::Capabilities caps = device_check::query_capabilities(gpu.ordinal);
+        print_capabilities(caps);
+        print_lessons(gpu.cc);
+        std::cout
+            << "\nlesson 00 device_check: copies of " << bytes << " bytes; GB/s counts "
+            << "2 x bytes for the device-to-device copies (read + write), 1 x for transfers\n";
 
-    course::DeviceBuffer<std::uint32_t> device_a(n), device_b(n);
-    course::PinnedBuffer<std::uint32_t> pinned(n);
-    std::vector<std::uint32_t> pageable(n);
-    std::vector<std::uint32_t> expected(n);
-    course::fill_hash_host(expected, /*seed=*/7);
+        course::DeviceBuffer<std::uint32_t> device_a(n), device_b(n);
+        course::PinnedBuffer<std::uint32_t> pinned(n);
+        std::vector<std::uint32_t> pageable(n);
+        std::vector<std::uint32_t> expected(n);
+        course::fill_hash_host(expected, /*seed=*/7);
 
-    // Fill and wait before timing: the harness times on its own non-blocking stream, which
-    // does not wait for work on the legacy default stream (lesson 13 shows why).
-    course::fill_hash(device_a.span(), 7);
-    COURSE_CHECK(cudaDeviceSynchronize());
+        // Fill and wait before timing: the harness times on its own non-blocking stream, which
+        // does not wait for work on the legacy default stream (lesson 13 shows why).
+        course::fill_hash(device_a.span(), 7);
+        COURSE_CHECK(cudaDeviceSynchronize());
 
-    course::Harness harness("00_device_check", options, gpu);
-    harness.reference("D2D cudaMemcpy",
-                      device_check::bytes_moved(Transfer::device_to_device, bytes),
-                      [&](cudaStream_t s) {
-                        COURSE_CHECK(cudaMemcpyAsync(device_b.data(), device_a.data(), bytes,
-                                                     cudaMemcpyDeviceToDevice, s));
-                      });
-    harness.baseline("H2D pageable");
-    harness.headline("D2D cudaMemcpy");
+        course::Harness harness("00_device_check", options, gpu);
+        harness.reference("D2D cudaMemcpy",
+                          device_check::bytes_moved(Transfer::device_to_device, bytes),
+                          [&](cudaStream_t s) {
+                            COURSE_CHECK(cudaMemcpyAsync(device_b.data(), device_a.data(), bytes,
+                                                         cudaMemcpyDeviceToDevice, s));
+                          });
+        // The same copy by the SMs: a plain 16-byte vector copy kernel, best of a few launch
+        // shapes (a whole number of vectors: at most 12 bytes less). On some GPUs the driver
+        // runs the D2D cudaMemcpy above on a copy engine instead, and no kernel reaches it.
+        harness.roof_sm_copy(device_b.data(), device_a.data(), bytes / 16 * 16);
+        harness.baseline("H2D pageable");
+        harness.headline("D2D cudaMemcpy");
 
-    // Host -> device: the host buffer holds the expected data; check what arrived.
-    const auto check_device_b = [&] {
-      return course::compare_exact<std::uint32_t>(expected, course::to_host(device_b.cspan()));
-    };
-    const auto poison_device_b = [&](cudaStream_t s) { course::poison(device_b.data(), bytes, s); };
-    // Device -> host: device_a holds the expected data; check the host buffer.
-    const auto poison_host = [&](std::uint32_t* host) {
-      return [&, host](cudaStream_t s) {
-        COURSE_CHECK(cudaStreamSynchronize(s));
-        std::memset(host, course::kPoisonByte, bytes);
-      };
-    };
+        // Host -> device: the host buffer holds the expected data; check what arrived.
+        const auto check_device_b = [&] {
+          return course::compare_exact<std::uint32_t>(expected, course::to_host(device_b.cspan()));
+        };
+        const auto poison_device_b = [&](cudaStream_t s) {
+          course::poison(device_b.data(), bytes, s);
+        };
+        // Device -> host: device_a holds the expected data; check the host buffer.
+        const auto poison_host = [&](std::uint32_t* host) {
+          return [&, host](cudaStream_t s) {
+            COURSE_CHECK(cudaStreamSynchronize(s));
+            std::memset(host, course::kPoisonByte, bytes);
+          };
+        };
 
-    std::copy(expected.begin(), expected.end(), pinned.data());
-    harness.run({"H2D pinned", device_check::bytes_moved(Transfer::host_to_device, bytes),
-                 [&](cudaStream_t s) {
-                   COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pinned.data(), bytes,
-                                                cudaMemcpyHostToDevice, s));
-                 },
-                 poison_device_b, check_device_b});
-    harness.run({"D2H pinned", device_check::bytes_moved(Transfer::device_to_host, bytes),
-                 [&](cudaStream_t s) {
-                   COURSE_CHECK(cudaMemcpyAsync(pinned.data(), device_a.data(), bytes,
-                                                cudaMemcpyDeviceToHost, s));
-                 },
-                 poison_host(pinned.data()),
-                 [&] { return course::compare_exact<std::uint32_t>(expected, pinned.span()); }});
-    pageable = expected;
-    harness.run({"H2D pageable", device_check::bytes_moved(Transfer::host_to_device, bytes),
-                 [&](cudaStream_t s) {
-                   COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pageable.data(), bytes,
-                                                cudaMemcpyHostToDevice, s));
-                 },
-                 poison_device_b, check_device_b});
-    harness.run({"D2H pageable", device_check::bytes_moved(Transfer::device_to_host, bytes),
-                 [&](cudaStream_t s) {
-                   COURSE_CHECK(cudaMemcpyAsync(pageable.data(), device_a.data(), bytes,
-                                                cudaMemcpyDeviceToHost, s));
-                 },
-                 poison_host(pageable.data()),
-                 [&] { return course::compare_exact<std::uint32_t>(expected, pageable); }});
-    return harness.finish();
-  });
+        std::copy(expected.begin(), expected.end(), pinned.data());
+        harness.run({"H2D pinned", device_check::bytes_moved(Transfer::host_to_device, bytes),
+                     [&](cudaStream_t s) {
+                       COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pinned.data(), bytes,
+                                                    cudaMemcpyHostToDevice, s));
+                     },
+                     poison_device_b, check_device_b});
+        harness.run(
+            {"D2H pinned", device_check::bytes_moved(Transfer::device_to_host, bytes),
+             [&](cudaStream_t s) {
+               COURSE_CHECK(cudaMemcpyAsync(pinned.data(), device_a.data(), bytes,
+                                            cudaMemcpyDeviceToHost, s));
+             },
+             poison_host(pinned.data()),
+             [&] { return course::compare_exact<std::uint32_t>(expected, pinned.span()); }});
+        pageable = expected;
+        harness.run({"H2D pageable", device_check::bytes_moved(Transfer::host_to_device, bytes),
+                     [&](cudaStream_t s) {
+                       COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pageable.data(), bytes,
+                                                    cudaMemcpyHostToDevice, s));
+                     },
+                     poison_device_b, check_device_b});
+        harness.run({"D2H pageable", device_check::bytes_moved(Transfer::device_to_host, bytes),
+                     [&](cudaStream_t s) {
+                       COURSE_CHECK(cudaMemcpyAsync(pageable.data(), device_a.data(), bytes,
+                                                    cudaMemcpyDeviceToHost, s));
+                     },
+                     poison_host(pageable.data()),
+                     [&] { return course::compare_exact<std::uint32_t>(expected, pageable); }});
+        return harness.finish();
+      },
+      validate);
 }

@@ -1,3 +1,5 @@
+// Your exercise: the TODOs in this file. The driver (main.cu) and the tests are read-only.
+//
 // Lesson 00: what this GPU can do for asynchronous data movement.
 //
 // Every later lesson depends on a few numbers: the compute capability (8.0 brings the
@@ -15,10 +17,11 @@ namespace device_check {
 
 Capabilities query_capabilities(int device) {
   Capabilities caps;
-  // TODO 1: fill `caps` for `device`. cudaGetDeviceProperties gives most fields in one
-  //         call; CUDA 13 removed the clock fields from cudaDeviceProp, so read the SM
-  //         and memory clocks with cudaDeviceGetAttribute (cudaDevAttrClockRate,
-  //         cudaDevAttrMemoryClockRate). Check every call with COURSE_CHECK.
+  // TODO 1: afterwards every field of `caps` holds device `device`'s value, exactly as the
+  //         runtime reports it (the GPU test compares each one with the runtime's own
+  //         answer), in the units the struct documents. A bad ordinal must throw
+  //         course::CudaError, not return garbage: check every CUDA call. Beware that
+  //         CUDA 13 removed some fields older code reads (the README says which).
   // BEGIN SOLUTION
   cudaDeviceProp prop{};
   COURSE_CHECK(cudaGetDeviceProperties(&prop, device));
@@ -43,8 +46,9 @@ Capabilities query_capabilities(int device) {
 
 OverlapSupport overlap_support(const Capabilities& caps) {
   OverlapSupport support;
-  // TODO 2: one copy engine lets a copy overlap kernels; two let a host-to-device and a
-  //         device-to-host copy run at the same time as well.
+  // TODO 2: afterwards each field of `support` says whether that overlap is possible on a
+  //         GPU with `caps`: one copy engine lets a copy overlap kernels; two let a
+  //         host-to-device and a device-to-host copy run at the same time as well.
   // BEGIN SOLUTION
   support.copy_with_kernel = caps.async_engine_count >= 1;
   support.copy_both_directions = caps.async_engine_count >= 2;
@@ -55,7 +59,11 @@ OverlapSupport overlap_support(const Capabilities& caps) {
 }
 
 double bytes_moved(Transfer transfer, std::size_t copy_bytes) {
-  // TODO 3: count the bytes a copy moves through the memory system that limits it.
+  // TODO 3: return the bytes a copy of `copy_bytes` moves through the memory system that
+  //         limits it, counted the way every GB/s of the course counts them (the README's
+  //         "Counting bytes"). The driver turns the D2D reference's and the transfers'
+  //         times into GB/s with it; the harness counts the SM copy roof as read + write,
+  //         so only the right count makes the D2D and roof rows comparable.
   // BEGIN SOLUTION
   const double bytes = static_cast<double>(copy_bytes);
   return transfer == Transfer::device_to_device ? 2.0 * bytes : bytes;

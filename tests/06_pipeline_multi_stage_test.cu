@@ -11,6 +11,7 @@
 
 #include "course/buffers.h"
 #include "course/data.h"
+#include "course/harness.h"
 #include "course/inspect.h"
 #include "course/workload.h"
 #include "gpu_test.h"
@@ -165,7 +166,8 @@ TEST(PipelineMultiStageShape, NamesAndSweepCsvPath) {
   EXPECT_STREQ(pipeline_multi_stage::name(Interface::primitives), "primitives");
   EXPECT_STREQ(pipeline_multi_stage::name(Interface::broken_one_stage_too_many),
                "broken-one-stage-too-many");
-  using pipeline_multi_stage::sweep_csv_path;
+  // The driver's sweeps go beside its CSV, through the harness.
+  using course::sweep_csv_path;
   EXPECT_EQ(sweep_csv_path("out/06_pipeline_multi_stage.csv"),
             "out/06_pipeline_multi_stage_sweep.csv");
   EXPECT_EQ(sweep_csv_path("results"), "results_sweep.csv");
@@ -201,6 +203,17 @@ TEST(PipelineMultiStageShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
     // 16-byte copies need 16-byte aligned arrays.
     EXPECT_THROW(copy_and_compute(src.subspan(1), dst.subspan(1), ok, {1, 256}, 0),
                  std::invalid_argument);
+    // The prepared launch checks the same, when it is prepared (before any timing).
+    using pipeline_multi_stage::prepare_copy_and_compute;
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst.first(999), ok, {1, 256}),
+                 std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, {i, 9, 4}, {1, 256}),
+                 std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, {i, 4, 3}, {1, 256}),
+                 std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, ok, {1, 100}), std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src.subspan(1), dst.subspan(1), ok, {1, 256}),
+                 std::invalid_argument);
   }
 }
 
@@ -208,6 +221,10 @@ TEST(PipelineMultiStageShape, EmptyInputLaunchesNothing) {
   // No device needed: nothing is launched for an empty input.
   EXPECT_NO_THROW(copy_and_compute({}, {}, {Interface::pipeline, 4, 4}, {1, 256}, 0));
   EXPECT_NO_THROW(copy_and_compute({}, {}, {Interface::primitives, 8, 1}, {1, 32}, 0));
+  const course::Launch nothing =
+      pipeline_multi_stage::prepare_copy_and_compute({}, {}, {Interface::pipeline, 2, 8}, {1, 64});
+  ASSERT_TRUE(static_cast<bool>(nothing));
+  EXPECT_NO_THROW(nothing(0));
 }
 
 // ---- CPU tests: what the compiler emitted -----------------------------------------------

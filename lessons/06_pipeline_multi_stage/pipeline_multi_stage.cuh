@@ -1,8 +1,9 @@
 /// \file pipeline_multi_stage.cuh
 /// \brief Lesson 06: multi-stage pipelines, with cuda::pipeline and with the primitives.
 ///
-/// The API the driver (main.cu) and the tests call. The kernels live in
-/// pipeline_multi_stage.cu: the starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu), the tests and lesson 07 call. The kernels live in
+/// pipeline_multi_stage.cu (the student's file: the starter in lessons/, the complete
+/// version in solutions/); the launchers in pipeline_multi_stage_launch.cu (read-only).
 ///
 /// A block keeps `stages` batches of shared memory. While it computes batch k, the copies
 /// of the next batches are already in flight, so one block overlaps its own copies with
@@ -20,8 +21,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
+#include "course/batches.cuh"
+#include "course/launch.h"
 #include "register_staged.cuh"
 
 namespace pipeline_multi_stage {
@@ -78,31 +80,21 @@ __host__ __device__ constexpr bool valid_vectors_per_thread(int vectors_per_thre
          vectors_per_thread == 8;
 }
 
-/// Elements of one batch: threads x vectors x 4 uint32 (256 threads x 4 vectors: 4096
-/// elements, 16 KB). Always a multiple of 128, so a batch holds whole 32-element groups.
-__host__ __device__ constexpr std::size_t batch_elements(int threads_per_block,
-                                                         int vectors_per_thread) {
-  return static_cast<std::size_t>(threads_per_block) * vectors_per_thread * 4;
-}
+/// How the input is cut into batches and a block's batches found: lesson 01's scheme,
+/// from course/batches.cuh. batch_elements(threads, vectors) is threads x vectors x 4
+/// uint32 (256 threads x 4 vectors: 4096 elements, 16 KB), always a multiple of 128, so a
+/// batch holds whole 32-element groups; batch_count(n, batch) counts the batches (the last
+/// may be partial); batches_of_block(batches, block, grid) is how many a block owns
+/// (block b owns b, b + grid, ...: the same count in every thread of the block).
+using course::batches::batch_count;
+using course::batches::batch_elements;
+using course::batches::batches_of_block;
 
 /// Dynamic shared memory of one block: `stages` batches of uint32_t.
 __host__ __device__ constexpr std::size_t shared_bytes(const Config& config,
                                                        int threads_per_block) {
   return static_cast<std::size_t>(config.stages) *
          batch_elements(threads_per_block, config.vectors_per_thread) * sizeof(std::uint32_t);
-}
-
-/// Batches of `batch` elements in an input of `n` elements (the last may be partial).
-__host__ __device__ constexpr std::size_t batch_count(std::size_t n, std::size_t batch) {
-  return (n + batch - 1) / batch;
-}
-
-/// How many of `batches` batches block `block` of `grid` owns: blocks take batches in turn
-/// (block b owns b, b + grid, b + 2 grid, ...). Depends only on the block, never on the
-/// thread, so every thread of a block runs the same number of pipeline steps.
-__host__ __device__ constexpr std::size_t batches_of_block(std::size_t batches, unsigned block,
-                                                           unsigned grid) {
-  return block < batches ? (batches - 1 - block) / grid + 1 : 0;
 }
 
 /// How many batches the correct kernels keep in flight ahead of the one being computed:
@@ -117,16 +109,14 @@ __host__ __device__ constexpr int groups_allowed_pending(int ahead) { return ahe
 
 /// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of
 /// the chunk's 16 bytes lie past the data (0 for a whole chunk, 16 for a chunk entirely
-/// past the end). `__pipeline_memcpy_async(dst, src, 16, zfill)` copies 16 - zfill bytes
-/// and writes zeros over the rest, so shared memory is fully initialised.
-__host__ __device__ constexpr std::size_t zero_fill_bytes(std::size_t count, std::size_t chunk) {
-  const std::size_t first_element = chunk * 4;
-  if (first_element >= count) return 16;
-  const std::size_t valid = count - first_element;
-  return valid >= 4 ? 0 : 16 - valid * sizeof(std::uint32_t);
-}
+/// past the end; course/batches.cuh). `__pipeline_memcpy_async(dst, src, 16, zfill)`
+/// copies 16 - zfill bytes and writes zeros over the rest, so shared memory is fully
+/// initialised; course::batches::copy_tail_chunk_zero_fill() uses it.
+using course::batches::zero_fill_bytes;
 
-/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// Validates the arguments, sets the kernel's shared-memory attribute and picks the kernel
+/// instantiation, then returns the launch: calling it with a stream runs the
+/// copy-and-compute workload (course/workload.h) on that stream,
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, with a `config.stages`
 /// stage pipeline of batches of batch_elements(threads, config.vectors_per_thread).
 ///
@@ -134,8 +124,13 @@ __host__ __device__ constexpr std::size_t zero_fill_bytes(std::size_t count, std
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of 32;
 /// blocks >= 1; kMinStages <= stages <= kMaxStages; vectors_per_thread is 1, 2, 4 or 8;
 /// both pointers are 16-byte aligned (the 16-byte copies and aligned_size_t<16> promise
-/// it). The block's shared memory (shared_bytes()) must fit the device, or the launch
-/// throws course::CudaError. An empty input launches nothing.
+/// it). The block's shared memory (shared_bytes()) must fit the device, or the attribute
+/// call throws course::CudaError. For an empty input the launch does nothing.
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, const Config& config,
+                                        LaunchShape shape);
+
+/// prepare_copy_and_compute(in, out, config, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       const Config& config, LaunchShape shape, cudaStream_t stream);
 
@@ -143,17 +138,5 @@ void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<s
 /// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory; 0 when one
 /// block does not fit. Throws std::invalid_argument for a config copy_and_compute rejects.
 int max_blocks_per_sm(const Config& config, int threads_per_block);
-
-/// Where the driver writes its sweep CSV, next to the main one:
-/// "dir/06_pipeline_multi_stage.csv" -> "dir/06_pipeline_multi_stage_sweep.csv"
-/// (a name without ".csv" gets "_sweep.csv" appended).
-inline std::string sweep_csv_path(const std::string& main_csv) {
-  const std::string suffix = ".csv";
-  if (main_csv.size() > suffix.size() &&
-      main_csv.compare(main_csv.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    return main_csv.substr(0, main_csv.size() - suffix.size()) + "_sweep.csv";
-  }
-  return main_csv + "_sweep.csv";
-}
 
 }  // namespace pipeline_multi_stage

@@ -212,7 +212,7 @@ void run_sweep(const Workload& w, const course::CommonOptions& options, cudaStre
   table.print(std::cout);
 
   if (!options.csv.empty()) {
-    const std::string path = pipeline_multi_stage::sweep_csv_path(options.csv);
+    const std::string path = course::sweep_csv_path(options.csv);
     std::ofstream csv(path);
     csv << "lesson,gpu,variant,partition,stages,producer_warps,consumer_warps,threads_per_block,"
            "copies_per_producer_thread,blocks,median_ms,gb_per_s,of_d2d,vs_06_pipeline_1_per_sm,"

@@ -1,0 +1,114 @@
+// Lesson 06's launchers: argument checks, the choice of kernel for an interface and a stage
+// count, the shared-memory opt-in and the occupancy query. Read-only: the build compiles
+// this file in one unit with pipeline_multi_stage.cu (yours, and separately the
+// solution's), so it sees the kernels there.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "course/check.h"
+#include "course/launch.h"
+#include "pipeline_multi_stage.cuh"
+
+namespace pipeline_multi_stage {
+namespace {
+
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, int);
+
+constexpr const char* kWhere = "pipeline_multi_stage::copy_and_compute";
+
+/// The kernel instantiation for a config: the stage count is a template parameter (the
+/// pipeline's shared state and the primitives' wait depth are compile-time values).
+Kernel kernel_for(const Config& config) {
+  return course::with_stage_count<kMinStages, kMaxStages>(config.stages, [&](auto s) -> Kernel {
+    constexpr int stages = decltype(s)::value;
+    switch (config.interface) {
+      case Interface::pipeline:
+        return pipeline_kernel<stages>;
+      case Interface::primitives:
+        return primitives_kernel<stages>;
+      case Interface::broken_one_stage_too_many:
+        return one_stage_too_many_kernel<stages>;
+    }
+    throw std::invalid_argument(std::string(kWhere) + ": unknown interface");
+  });
+}
+
+void require_valid_config(const Config& config, int threads_per_block) {
+  course::require(config.interface == Interface::pipeline ||
+                      config.interface == Interface::primitives ||
+                      config.interface == Interface::broken_one_stage_too_many,
+                  kWhere, "unknown interface");
+  course::require(config.stages >= kMinStages && config.stages <= kMaxStages, kWhere,
+                  "stages must be in [" + std::to_string(kMinStages) + ", " +
+                      std::to_string(kMaxStages) + "], got " + std::to_string(config.stages));
+  course::require(valid_vectors_per_thread(config.vectors_per_thread), kWhere,
+                  "vectors_per_thread must be 1, 2, 4 or 8, got " +
+                      std::to_string(config.vectors_per_thread));
+  course::require(
+      threads_per_block >= 32 && threads_per_block <= 1024 && threads_per_block % 32 == 0, kWhere,
+      "threads_per_block must be a multiple of 32 in [32, 1024], got " +
+          std::to_string(threads_per_block));
+}
+
+}  // namespace
+
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, const Config& config,
+                                        LaunchShape shape) {
+  course::require(in.size() == out.size(), kWhere,
+                  "in has " + std::to_string(in.size()) + " elements, out " +
+                      std::to_string(out.size()));
+  require_valid_config(config, shape.threads_per_block);
+  course::require(shape.blocks >= 1, kWhere,
+                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
+  course::require(reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0 &&
+                      reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0,
+                  kWhere,
+                  "16-byte copies (aligned_size_t<16>, __pipeline_memcpy_async(..., 16)) need "
+                  "both arrays 16-byte aligned");
+  if (in.empty()) return [](cudaStream_t) {};
+
+  const Kernel kernel = kernel_for(config);
+  const std::size_t shared = shared_bytes(config, shape.threads_per_block);
+  // Beyond 48 KB a kernel must opt in to more dynamic shared memory.
+  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(shared)));
+  const std::uint32_t* src = in.data();
+  std::uint32_t* dst = out.data();
+  const std::size_t n = in.size();
+  const int vectors = config.vectors_per_thread;
+  return [=](cudaStream_t stream) {
+    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, vectors);
+    COURSE_CHECK_LAUNCH();
+  };
+}
+
+void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
+                      const Config& config, LaunchShape shape, cudaStream_t stream) {
+  prepare_copy_and_compute(in, out, config, shape)(stream);
+}
+
+int max_blocks_per_sm(const Config& config, int threads_per_block) {
+  require_valid_config(config, threads_per_block);
+  const Kernel kernel = kernel_for(config);
+  const std::size_t shared = shared_bytes(config, threads_per_block);
+  int max_shared = 0;
+  int device = 0;
+  COURSE_CHECK(cudaGetDevice(&device));
+  COURSE_CHECK(
+      cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  // The cuda::pipeline's shared state is static shared memory and counts against the limit.
+  cudaFuncAttributes attributes{};
+  COURSE_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (shared + attributes.sharedSizeBytes > static_cast<std::size_t>(max_shared)) return 0;
+  // The occupancy calculator only counts shared memory the kernel may use: opt in first.
+  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(shared)));
+  int blocks = 0;
+  COURSE_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads_per_block, shared));
+  return blocks;
+}
+
+}  // namespace pipeline_multi_stage

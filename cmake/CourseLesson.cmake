@@ -27,6 +27,8 @@
 set(COURSE_CPU_TEST_TIMEOUT 60 CACHE STRING "Timeout (s) of one CPU test")
 set(COURSE_GPU_TEST_TIMEOUT 120 CACHE STRING "Timeout (s) of one GPU test")
 set(COURSE_SANITIZE_TIMEOUT 300 CACHE STRING "Timeout (s) of one compute-sanitizer run")
+option(COURSE_MUTATION_TESTS
+  "Add the GPU-only mutation label: each exercise region replaced by its starter must be caught" OFF)
 
 function(_course_lesson_target target lesson_dir)
   target_include_directories(${target} PUBLIC "${lesson_dir}")
@@ -184,6 +186,44 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
     set_tests_properties(L${number}.integrity.${expectation} PROPERTIES
       LABELS "L${number};integrity;gpu" TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()
+
+  # mutation (GPU only, when COURSE_MUTATION_TESTS is on): for every exercise region, the
+  # solution with that region alone replaced by its starter text must fail to compile,
+  # fail a test, or be reported by racecheck, synccheck or memcheck (tools/mutation.py).
+  # A region nothing catches is a failing test that names it.
+  if(COURSE_MUTATION_TESTS)
+    if(EXISTS "${launch_source}")
+      set(mutation_kernels "${CMAKE_CURRENT_BINARY_DIR}/${name}_solution_unit.cu")
+    else()
+      set(mutation_kernels "${solution_dir}/${slug}.cu")
+    endif()
+    execute_process(
+      COMMAND "${Python3_EXECUTABLE}" "${PROJECT_SOURCE_DIR}/tools/mutation.py" list
+              "${solution_dir}/${slug}.cu"
+      OUTPUT_VARIABLE mutation_regions RESULT_VARIABLE mutation_status)
+    if(NOT mutation_status EQUAL 0)
+      message(FATAL_ERROR "tools/mutation.py list ${solution_dir}/${slug}.cu failed")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${solution_dir}/${slug}.cu")
+    string(REPLACE "\n" ";" mutation_regions "${mutation_regions}")
+    foreach(line IN LISTS mutation_regions)
+      if(line STREQUAL "")
+        continue()
+      endif()
+      string(REPLACE ":" ";" fields "${line}")
+      list(GET fields 0 region)
+      list(GET fields 1 todo)
+      add_test(NAME L${number}.mutation.todo${todo}.region${region}
+        COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/mutation.py" run
+                --build-dir "${CMAKE_BINARY_DIR}" --solution "${solution_dir}/${slug}.cu"
+                --region ${region} --kernels-source "${mutation_kernels}"
+                --test-target ${name}_solution_test --exe-target ${name}_solution
+                --sanitizer "${COURSE_COMPUTE_SANITIZER}" --cuobjdump "${COURSE_CUOBJDUMP}"
+                --work-dir "${CMAKE_BINARY_DIR}/mutants/L${number}/region${region}")
+      set_tests_properties(L${number}.mutation.todo${todo}.region${region} PROPERTIES
+        LABELS "L${number};mutation;gpu" TIMEOUT 1200 SKIP_RETURN_CODE 77)
+    endforeach()
+  endif()
 
   # sanitize (GPU only): the solution under every compute-sanitizer tool, zero errors,
   # as judged by tools/sanitize.py (which says which kernels the CUDA 13.0 synccheck

@@ -9,6 +9,7 @@
 # OUTDIR/summary.txt). Exits non-zero when anything failed.
 #
 # COURSE_PASS_STEPS picks the steps (default "build tests integrity exes sanitize"; add
+# "mutation" for the mutation label (it configures with COURSE_MUTATION_TESTS=ON) and
 # "tour" for the student-facing tour): a pass too long for one call can be split in two
 # calls on the same warm machine, e.g. "build tests integrity sanitize", then "build exes".
 # COURSE_PASS_EXES (a regular expression, e.g. '^1[24]_') runs only some executables.
@@ -39,8 +40,10 @@ step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remem
 "$build/bin/course_gpu_probe" >/dev/null 2>&1 || true  # may not exist yet
 # COURSE_CONFIGURE_ARGS: extra cmake arguments, e.g. -DCOURSE_LESSON_FILTER='^(00|01)_'
 # shellcheck disable=SC2086
+mutation_args=""
+wanted mutation && mutation_args="-DCOURSE_MUTATION_TESTS=ON"
 if wanted build; then
-  step configure configure.log 60 cmake --preset "$preset" ${COURSE_CONFIGURE_ARGS:-}
+  step configure configure.log 60 cmake --preset "$preset" $mutation_args ${COURSE_CONFIGURE_ARGS:-}
   step build build.log 300 cmake --build --preset "$preset" -j "$(nproc)"
 fi
 probe=$("$build/bin/course_gpu_probe" 2>&1)
@@ -74,9 +77,24 @@ if wanted sanitize; then
     --output-on-failure --output-junit "$out/junit-sanitize.xml" -L '^sanitize$' -j 16
 fi
 
+# Mutation: every exercise region replaced by its starter text must be caught (tools/mutation.py);
+# mutation.txt gets one line per region: what caught it, or that nothing did.
+if wanted mutation; then
+  step "mutation" mutation.log "${COURSE_MUTATION_LIMIT:-560}" ctest --test-dir "$build" \
+    --output-on-failure --output-junit "$out/junit-mutation.xml" -L '^mutation$' -j 16
+  python3 - "$out/junit-mutation.xml" >"$out/mutation.txt" <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    text = "".join(node.text or "" for node in case.iter("system-out"))
+    verdicts = re.findall(r"^(?:CAUGHT|INVISIBLE|SKIPPED|NOT CAUGHT)[^\n]*", text, re.M)
+    print(f"{case.get('name')}: {verdicts[-1] if verdicts else case.get('status')}")
+PY
+  note "mutation regions: $(grep -c ': CAUGHT' "$out/mutation.txt") caught, $(grep -vc ': CAUGHT' "$out/mutation.txt") not (mutation.txt)"
+fi
+
 # The tour: the student-facing command that runs every solution.
 if wanted tour; then
-  step "tour (--quick)" tour.log 300 ./course tour --preset "$preset" -- --quick
+  step "tour" tour.log 300 ./course tour --preset "$preset"
 fi
 
 {

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""CPU tests of tools/mutation.py: finding the regions, making a mutant, rewriting the
+build's compile and link commands for it."""
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import mutation  # noqa: E402
+
+SOLUTION = """\
+int f(int x) {
+  // TODO 1: double it.
+  // BEGIN SOLUTION
+  x *= 2;
+  // END SOLUTION
+  // TODO 2: add one, then return it.
+  // BEGIN SOLUTION
+  x += 1;
+  return x;
+  // STARTER: return 0;
+  // END SOLUTION
+}
+"""
+
+
+class MutationTest(unittest.TestCase):
+    def test_regions_know_their_todo_and_lines(self):
+        found = mutation.regions(SOLUTION)
+        self.assertEqual([(r["region"], r["todo"], r["begin"], r["end"]) for r in found],
+                         [(1, "1", 3, 5), (2, "2", 7, 11)])
+
+    def test_a_mutant_replaces_one_region_only(self):
+        first = mutation.mutant_text(SOLUTION, 1)
+        self.assertNotIn("x *= 2;", first)
+        self.assertIn("x += 1;", first)
+        second = mutation.mutant_text(SOLUTION, 2)
+        self.assertIn("x *= 2;", second)
+        self.assertNotIn("x += 1;", second)
+        self.assertIn("  return 0;\n", second)
+        for mutant in (first, second):
+            self.assertNotIn("BEGIN SOLUTION", mutant)
+            self.assertNotIn("STARTER:", mutant)
+
+    def test_compile_command_is_redirected_and_loses_werror_and_depfiles(self):
+        command = ("/usr/bin/ccache nvcc -O3 -Xcompiler=-Werror -Werror=all-warnings -MD -MT "
+                   "a.o -MF a.o.d -x cu -c /src/x_unit.cu -o lessons/x/a.o")
+        args = mutation.rewrite_compile(command, Path("/src/x_unit.cu"), Path("/w/m_unit.cu"),
+                                        Path("/w/m.o"))
+        self.assertEqual(args, ["/usr/bin/ccache", "nvcc", "-O3", "-x", "cu", "-c",
+                                "/w/m_unit.cu", "-o", "/w/m.o"])
+
+
+if __name__ == "__main__":
+    unittest.main()

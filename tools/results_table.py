@@ -2,8 +2,10 @@
 """Measured results: import a GPU pass into docs/results/ and regenerate the tables.
 
     tools/results_table.py --import PASS_DIR   copy a GPU pass's outputs into docs/results/<gpu>/
-    tools/results_table.py                     regenerate README.md's results table and
-                                               docs/results/<gpu>/results.md from docs/results/
+    tools/results_table.py                     regenerate README.md's results table, each
+                                               lesson README's output excerpt (between
+                                               <!-- output:begin --> and <!-- output:end -->)
+                                               and docs/results/<gpu>/results.md
     tools/results_table.py --check             exit 1 if either is out of date (CI)
 
 A GPU pass (tools/gpu_pass.sh) leaves, per lesson, NN_slug.txt (the executable's whole
@@ -20,6 +22,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+# Each lesson README may hold an excerpt of its solution's real output between these.
+OUT_BEGIN, OUT_END = "<!-- output:begin -->", "<!-- output:end -->"
+EXCERPT_LINES = 30
 OUTPUT = re.compile(r"^\d\d_[a-z0-9_]+\.txt$")
 
 
@@ -67,7 +72,7 @@ def readme_table():
         for output in sorted(d.glob("[0-9][0-9]_*.txt")):
             text = output.read_text()
             headline = "; ".join(lines_starting(text, "HEADLINE:")) or "-"
-            target = "; ".join(lines_starting(text, "TARGET:")) or "-"
+            target = "; ".join(lines_starting(text, "TARGETS:") + lines_starting(text, "TARGET:")) or "-"
             verdict = "; ".join(lines_starting(text, "RESULT:")) or "-"
             rows.append(f"| {output.stem} | {gpu_name(text)} | {headline} | {target} | {verdict} |")
     rows.append("")
@@ -110,9 +115,44 @@ def clashing_pictures():
     return {name: dirs for name, dirs in seen.items() if len(dirs) > 1}
 
 
+def output_excerpt(text):
+    """The end of a lesson's output: its main table (the last one printed), the targets and
+    the verdict; at most EXCERPT_LINES lines."""
+    lines = text.rstrip().splitlines()
+    headers = [i for i, line in enumerate(lines) if line.startswith("variant ")]
+    start = headers[-1] if headers else max(0, len(lines) - 20)
+    kept = [line for line in lines[start:] if not line.startswith("HEADLINE:")]
+    if len(kept) > EXCERPT_LINES:
+        kept = kept[:EXCERPT_LINES - 1] + ["..."]
+    return kept
+
+
+def readme_excerpt(lesson_dir):
+    """The generated block of a lesson README: what its solution printed on the first GPU
+    folder that has its output."""
+    name = lesson_dir.name
+    for d in gpu_dirs():
+        output = d / f"{name}.txt"
+        if output.exists():
+            text = output.read_text()
+            return "\n".join([
+                f"What the solution printed on an {gpu_name(text)} (`./course run {name[:2]} "
+                f"--solution`; the whole output, and the other GPUs, are in "
+                f"`docs/results/{d.name}/results.md`):",
+                "", "```text", *output_excerpt(text), "```"])
+    return "(No GPU pass has measured this lesson yet.)"
+
+
 def expected_files():
     """Every generated file and the text it must hold."""
     files = {}
+    for readme_path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*/README.md")):
+        readme = readme_path.read_text()
+        if OUT_BEGIN in readme and OUT_END in readme:
+            head, rest = readme.split(OUT_BEGIN, 1)
+            _, tail = rest.split(OUT_END, 1)
+            files[readme_path] = (f"{head}{OUT_BEGIN}\n{readme_excerpt(readme_path.parent)}\n"
+                                  f"{OUT_END}{tail}")
     readme = (ROOT / "README.md").read_text()
     if BEGIN in readme and END in readme:
         head, rest = readme.split(BEGIN, 1)

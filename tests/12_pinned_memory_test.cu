@@ -1,6 +1,7 @@
 // Lesson 12 tests: built twice, against the starter (label `lesson`) and against the
-// solution (label `solution`). CPU suites check the flags, the overhead model and its
-// arithmetic with exact answers; GPU suites (Gpu...) check what only a GPU can show:
+// solution (label `solution`). CPU suites check the flags, the straight-line overhead
+// model and its arithmetic with exact answers, and the step model (overhead_model.h) on
+// synthetic series; GPU suites (Gpu...) check what only a GPU can show:
 // which memory is page-locked, that every copy kind delivers every word, that a copy
 // from pinned memory returns before the copy has even started (ordering, not timing
 // thresholds), and that registered and mapped memory work.
@@ -20,6 +21,7 @@
 #include "course/check.h"
 #include "course/data.h"
 #include "course/inspect.h"
+#include "course/stats.h"
 #include "gpu_test.h"
 #include "pinned_memory.cuh"
 
@@ -194,7 +196,143 @@ TEST(PinnedMemoryModel, RejectsDataWithoutAPositiveSlope) {
   EXPECT_THROW(pinned_memory::fit_overhead({4096, 8192}, {4.0, 3.0}), std::domain_error);
 }
 
-// ---- CPU tests: sizes and file names ----------------------------------------------------
+// ---- CPU tests: the step model (overhead_model.h), on synthetic data ---------------------
+
+using pinned_memory::CopyCostFit;
+using pinned_memory::CostShape;
+
+/// Noise in [-amplitude, amplitude], from the course's hash (the same on every machine).
+double noise(std::size_t i, std::uint32_t seed, double amplitude) {
+  return (course::hash32(i, seed) / 4294967295.0 * 2 - 1) * amplitude;
+}
+
+/// 2 us per copy up to 36 KB (the host's pace), then 1.2 us + bytes / (40 GB/s).
+std::vector<double> flat_then_rising(double noise_us, std::uint32_t seed) {
+  std::vector<double> us;
+  const std::vector<double> bytes = break_even_bytes_as_doubles();
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const double model = bytes[i] <= 36864 ? 2.0 : 1.2 + bytes[i] / 4e4;
+    us.push_back(model + noise(i, seed, noise_us));
+  }
+  return us;
+}
+
+TEST(PinnedMemoryStepModel, FlatThenLinearRecoversTheBreakAndTheBandwidth) {
+  const std::vector<double> bytes = break_even_bytes_as_doubles();
+  const CopyCostFit fit = pinned_memory::fit_copy_cost(bytes, flat_then_rising(0, 0), 55.0);
+  ASSERT_EQ(fit.shape, CostShape::step) << pinned_memory::describe(fit);
+  EXPECT_EQ(fit.flat_points, 9u);
+  EXPECT_EQ(fit.flat_until_bytes, 36864.0);
+  EXPECT_EQ(fit.rising_from_bytes, 40960.0);
+  EXPECT_NEAR(fit.flat_us, 2.0, 1e-9);
+  EXPECT_NEAR(fit.intercept_us, 1.2, 1e-9);
+  EXPECT_TRUE(fit.physical);
+  EXPECT_NEAR(fit.bandwidth_gbps, 40.0, 1e-6);
+  EXPECT_NEAR(fit.rms_residual_us, 0.0, 1e-9);
+  EXPECT_NEAR(pinned_memory::model_us(fit, 8192), 2.0, 1e-9);
+  EXPECT_NEAR(pinned_memory::model_us(fit, 65536), 1.2 + 65536 / 4e4, 1e-9);
+  EXPECT_EQ(pinned_memory::describe(fit),
+            "step: 2.00 us flat up to 36 KB; from 40 KB on 1.20 us + bytes / 40.00 GB/s");
+}
+
+TEST(PinnedMemoryStepModel, NoisyStepStillFindsItsBreak) {
+  const std::vector<double> bytes = break_even_bytes_as_doubles();
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    const CopyCostFit fit = pinned_memory::fit_copy_cost(bytes, flat_then_rising(0.02, seed), 55.0);
+    ASSERT_EQ(fit.shape, CostShape::step)
+        << "seed " << seed << ": " << pinned_memory::describe(fit);
+    EXPECT_EQ(fit.rising_from_bytes, 40960.0) << "seed " << seed;
+    EXPECT_NEAR(fit.bandwidth_gbps, 40.0, 4.0) << "seed " << seed;
+  }
+}
+
+TEST(PinnedMemoryStepModel, AStraightLineThroughAStepClaimsTooMuchBandwidth) {
+  // What the step model is for: the least-squares line through the whole step is pulled
+  // flat by its first part, so its slope claims more than the rising part's 40 GB/s.
+  const std::vector<double> bytes = break_even_bytes_as_doubles();
+  const course::LinearFit line = course::fit_line(bytes, flat_then_rising(0, 0));
+  EXPECT_GT(1e-3 / line.slope, 45.0);
+  EXPECT_LT(line.r_squared, 0.95);
+}
+
+TEST(PinnedMemoryStepModel, NoisySeriesWithoutASlopeNeverReportASuperLinkBandwidth) {
+  // 2 us +- 0.1 us at every size: nothing about the bytes can be read from it. Whatever
+  // shape the noise suggests, no reported bandwidth may exceed the link's.
+  constexpr double kLinkGbps = 55.0;
+  const std::vector<double> bytes = break_even_bytes_as_doubles();
+  int flat = 0;
+  constexpr int kSeries = 500;
+  for (std::uint32_t seed = 0; seed < kSeries; ++seed) {
+    std::vector<double> us;
+    for (std::size_t i = 0; i < bytes.size(); ++i) us.push_back(2.0 + noise(i, 1000 + seed, 0.1));
+    const CopyCostFit fit = pinned_memory::fit_copy_cost(bytes, us, kLinkGbps);
+    EXPECT_LE(fit.bandwidth_gbps, kLinkGbps) << "seed " << seed;
+    if (!fit.physical) {
+      EXPECT_EQ(fit.bandwidth_gbps, 0.0);
+      EXPECT_EQ(pinned_memory::describe(fit).find("GB/s"), std::string::npos)
+          << pinned_memory::describe(fit);
+    }
+    flat += fit.shape == CostShape::flat ? 1 : 0;
+  }
+  // And the simplest description wins most of the time: it costs fewer parameters.
+  EXPECT_GT(flat, kSeries * 3 / 4);
+}
+
+TEST(PinnedMemoryStepModel, AStraightLineIsALine) {
+  // The Handbook's figures (3.3 us + 0.000170 us per byte) hold no step.
+  const std::vector<double> bytes = break_even_bytes_as_doubles();
+  std::vector<double> us;
+  for (double b : bytes) us.push_back(3.3 + 0.000170 * b);
+  const CopyCostFit fit = pinned_memory::fit_copy_cost(bytes, us, 6.0);
+  ASSERT_EQ(fit.shape, CostShape::line) << pinned_memory::describe(fit);
+  EXPECT_EQ(fit.rising_from_bytes, 4096.0);
+  EXPECT_NEAR(fit.intercept_us, 3.3, 1e-9);
+  EXPECT_TRUE(fit.physical);
+  EXPECT_NEAR(fit.bandwidth_gbps, 1e-3 / 0.000170, 1e-6);
+  // The same line judged against a slower link is not physical: no bandwidth.
+  const CopyCostFit slow = pinned_memory::fit_copy_cost(bytes, us, 5.0);
+  EXPECT_EQ(slow.shape, CostShape::line);
+  EXPECT_FALSE(slow.physical);
+  EXPECT_EQ(slow.bandwidth_gbps, 0.0);
+  EXPECT_NE(pinned_memory::describe(slow).find("not physical"), std::string::npos);
+}
+
+TEST(PinnedMemoryStepModel, FlatDataIsFlat) {
+  const std::vector<double> bytes = break_even_bytes_as_doubles();
+  const CopyCostFit fit =
+      pinned_memory::fit_copy_cost(bytes, std::vector<double>(bytes.size(), 1.75), 55.0);
+  EXPECT_EQ(fit.shape, CostShape::flat);
+  EXPECT_EQ(fit.flat_points, bytes.size());
+  EXPECT_NEAR(fit.flat_us, 1.75, 1e-12);
+  EXPECT_EQ(fit.bandwidth_gbps, 0.0);
+  EXPECT_EQ(pinned_memory::model_us(fit, 1 << 20), 1.75);
+}
+
+TEST(PinnedMemoryStepModel, PhysicalMeansPositiveAndNoFasterThanTheLink) {
+  EXPECT_TRUE(pinned_memory::physical_bandwidth(55.0, 55.0));
+  EXPECT_TRUE(pinned_memory::physical_bandwidth(1.0, 55.0));
+  EXPECT_FALSE(pinned_memory::physical_bandwidth(55.1, 55.0));
+  EXPECT_FALSE(pinned_memory::physical_bandwidth(0.0, 55.0));
+  EXPECT_FALSE(pinned_memory::physical_bandwidth(-3.0, 55.0));
+}
+
+TEST(PinnedMemoryStepModel, RejectsDataItCannotFit) {
+  using pinned_memory::fit_copy_cost;
+  EXPECT_THROW(fit_copy_cost({4096, 8192}, {1.0, 2.0}, 55.0), std::invalid_argument);
+  EXPECT_THROW(fit_copy_cost({4096, 8192, 12288}, {1.0, 2.0}, 55.0), std::invalid_argument);
+  EXPECT_THROW(fit_copy_cost({4096, 4096, 12288}, {1.0, 2.0, 3.0}, 55.0), std::invalid_argument);
+  EXPECT_THROW(fit_copy_cost({8192, 4096, 12288}, {1.0, 2.0, 3.0}, 55.0), std::invalid_argument);
+  EXPECT_THROW(fit_copy_cost({4096, 8192, 12288}, {1.0, 2.0, 3.0}, 0.0), std::invalid_argument);
+}
+
+TEST(PinnedMemoryStepModel, HumanBytes) {
+  EXPECT_EQ(pinned_memory::human_bytes(4), "4 B");
+  EXPECT_EQ(pinned_memory::human_bytes(4096), "4 KB");
+  EXPECT_EQ(pinned_memory::human_bytes(1536 * 1024), "1.5 MB");
+  EXPECT_EQ(pinned_memory::human_bytes(256.0 * (1 << 20)), "256 MB");
+}
+
+// ---- CPU tests: sizes ----------------------------------------------------------------
 
 TEST(PinnedMemorySizes, SweepDoublesFromSmallestToLargest) {
   const auto full = pinned_memory::sweep_sizes(4096, 256u << 20);
@@ -214,15 +352,6 @@ TEST(PinnedMemorySizes, BreakEvenSweepIsTheHandbookRange) {
   const auto sizes = pinned_memory::break_even_sizes();
   ASSERT_EQ(sizes.size(), 16u);
   for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(sizes[i], 4096 * (i + 1));
-}
-
-TEST(PinnedMemoryCsv, DerivedFilesSitNextToTheMainOne) {
-  EXPECT_EQ(pinned_memory::derived_csv_path("12_pinned_memory.csv", "sweep"),
-            "12_pinned_memory_sweep.csv");
-  EXPECT_EQ(pinned_memory::derived_csv_path("/tmp/pass/12_pinned_memory.csv", "breakeven"),
-            "/tmp/pass/12_pinned_memory_breakeven.csv");
-  EXPECT_EQ(pinned_memory::derived_csv_path("results", "async"), "results_async.csv");
-  EXPECT_EQ(pinned_memory::derived_csv_path("out.d/results", "sweep"), "out.d/results_sweep.csv");
 }
 
 // ---- CPU tests: what the compiler emitted -----------------------------------------------

@@ -1,8 +1,11 @@
 /// \file pinned_memory.cuh
 /// \brief Lesson 12: pinned (page-locked) host memory, and what one small copy costs.
 ///
-/// The API the driver (main.cu) and the tests call. The code lives in pinned_memory.cu:
-/// the starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu) and the tests call. The exercise (host_alloc_flags, the
+/// HostBuffer constructor and release(), time_async_copy, fit_overhead, predicted_us,
+/// break_even_bytes) lives in pinned_memory.cu: the starter in lessons/, the complete
+/// version in solutions/. Everything else is read-only, in pinned_memory_launch.cu; the
+/// step model of small copies is in overhead_model.h.
 ///
 /// Every size in this lesson is in **bytes**. Copies move whole `uint32_t` words, so
 /// copy sizes are multiples of 4.
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "course/data.h"
+#include "overhead_model.h"
 
 namespace pinned_memory {
 
@@ -91,9 +95,8 @@ class HostBuffer {
  private:
   void release() noexcept;
   HostMemory kind_ = HostMemory::pageable;
-  void* data_ = nullptr;      ///< what the caller uses
-  std::size_t bytes_ = 0;     ///< what the caller asked for
-  std::size_t reserved_ = 0;  ///< what was allocated (whole pages for `registered`)
+  void* data_ = nullptr;   ///< what the caller uses
+  std::size_t bytes_ = 0;  ///< what the caller asked for (registered: whole pages are locked)
 };
 
 /// Whether work is still queued or running on `stream` (cudaStreamQuery says
@@ -129,13 +132,6 @@ double async_copy_us_per_call(void* dst, const void* src, std::size_t bytes, cud
 /// Throws std::invalid_argument when count < 1 (before any CUDA call).
 double sync_copy_us_per_call(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                              int count);
-
-/// The small-copy model: one copy of b bytes takes overhead + b / bandwidth.
-struct OverheadModel {
-  double overhead_us = 0;     ///< the fixed cost of one copy (the fit's intercept), us
-  double bandwidth_gbps = 0;  ///< the rate each further byte moves at (1 / slope), GB/s
-  double r_squared = 0;       ///< how well a straight line explains the measurements
-};
 
 /// Fits the model to measured per-copy times: `us[i]` microseconds for a copy of
 /// `bytes[i]` bytes, by least squares (course::fit_line). Throws std::invalid_argument
@@ -186,10 +182,5 @@ struct HostAccess {
 /// the CPU caches, which is what this measures. Throws std::invalid_argument when
 /// `bytes` exceeds the buffer, is not a multiple of 4, is 0, or reps < 1.
 HostAccess measure_host_access(const HostBuffer& buffer, std::size_t bytes, int reps);
-
-/// The name of a second CSV file next to `csv`: "out/12_pinned_memory.csv" and "sweep"
-/// give "out/12_pinned_memory_sweep.csv"; a name without a ".csv" suffix gets
-/// "_sweep.csv" appended.
-std::string derived_csv_path(const std::string& csv, const std::string& part);
 
 }  // namespace pinned_memory

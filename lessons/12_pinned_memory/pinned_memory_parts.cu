@@ -1,0 +1,369 @@
+// Lesson 12: the driver's measurements (read-only; pinned_memory_parts.h says what each
+// part does). Rows go to the harness, which prints them and writes the sweep CSV; only
+// the fits of the small-copy part are printed here.
+#include "pinned_memory_parts.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+
+#include "course/check.h"
+#include "course/data.h"
+#include "course/stats.h"
+#include "course/table.h"
+#include "course/timing.h"
+#include "overhead_model.h"
+
+namespace pinned_memory {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string check_text(const course::Comparison& c, const std::string& what) {
+  if (c.ok()) return "PASS";
+  std::cerr << "12_pinned_memory " << what << ": " << c.summary() << "\n";
+  return "FAIL";
+}
+
+course::Comparison compare_host(const std::vector<std::uint32_t>& expected,
+                                const std::uint32_t* actual, std::size_t n) {
+  return course::compare_exact<std::uint32_t>(
+      cuda::std::span<const std::uint32_t>(expected.data(), n),
+      cuda::std::span<const std::uint32_t>(actual, n));
+}
+
+template <class Measure>
+double median_of(int reps, Measure&& measure) {
+  std::vector<double> samples;
+  for (int r = 0; r < reps; ++r) samples.push_back(measure());
+  return course::median(samples);
+}
+
+}  // namespace
+
+const char* label(Direction d) { return d == Direction::h2d ? "H2D" : "D2H"; }
+
+// ---- The device side and the data ----------------------------------------------------------
+
+CopyBench::CopyBench(std::size_t bytes, std::size_t host_words, std::uint32_t seed,
+                     cudaStream_t stream)
+    : bytes_(bytes),
+      seed_(seed),
+      stream_(stream),
+      source_(bytes / 4),
+      target_(bytes / 4),
+      expected_(std::max(bytes / 4, host_words)) {
+  course::fill_hash_host(expected_, seed);
+  // On the bench's stream, then a wait: a non-blocking stream would not wait for work on
+  // the legacy default stream.
+  course::fill_hash(source_.span(), seed, stream);
+  course::poison(target_.data(), target_.bytes(), stream);
+  COURSE_CHECK(cudaStreamSynchronize(stream));
+}
+
+void CopyBench::copy(Direction d, const HostBuffer& host, std::size_t n_bytes,
+                     cudaStream_t s) const {
+  if (d == Direction::h2d) {
+    COURSE_CHECK(cudaMemcpyAsync(target_.data(), host.data(), n_bytes, cudaMemcpyHostToDevice, s));
+  } else {
+    COURSE_CHECK(cudaMemcpyAsync(host.data(), source_.data(), n_bytes, cudaMemcpyDeviceToHost, s));
+  }
+}
+
+void CopyBench::poison(Direction d, const HostBuffer& host, std::size_t n_bytes) const {
+  COURSE_CHECK(cudaStreamSynchronize(stream_));
+  if (d == Direction::h2d) {
+    course::poison(target_.data(), n_bytes, stream_);
+    COURSE_CHECK(cudaStreamSynchronize(stream_));
+  } else {
+    std::memset(host.data(), course::kPoisonByte, n_bytes);
+  }
+}
+
+void CopyBench::refill(const HostBuffer& host) const {
+  std::memcpy(host.data(), expected_.data(),
+              std::min(host.bytes(), expected_.size() * sizeof(std::uint32_t)));
+}
+
+course::Comparison CopyBench::check(Direction d, const HostBuffer& host,
+                                    std::size_t n_bytes) const {
+  const std::size_t n = n_bytes / 4;
+  if (d == Direction::h2d) return verify_hash(target_.data(), n, seed_, stream_);
+  if (host.kind() == HostMemory::write_combined && host.page_locked()) {
+    return verify_hash(host.device_view(), n, seed_, stream_);
+  }
+  return compare_host(expected_, host.words().data(), n);
+}
+
+course::Variant CopyBench::variant(std::string name, Direction d, const HostBuffer& host,
+                                   std::size_t n_bytes) const {
+  return {std::move(name), static_cast<double>(n_bytes),
+          [this, d, &host, n_bytes](cudaStream_t s) { copy(d, host, n_bytes, s); },
+          [this, d, &host, n_bytes](cudaStream_t) { poison(d, host, n_bytes); },
+          [this, d, &host, n_bytes] { return check(d, host, n_bytes); }};
+}
+
+double CopyBench::large_pinned_gbps(Direction d, int warmup, int iters) const {
+  course::PinnedBuffer<std::uint32_t> pinned(bytes_ / 4);
+  std::memcpy(pinned.data(), expected_.data(), pinned.bytes());
+  const course::Timing t = course::time_stream_work(
+      [&](cudaStream_t s) {
+        if (d == Direction::h2d) {
+          COURSE_CHECK(cudaMemcpyAsync(target_.data(), pinned.data(), pinned.bytes(),
+                                       cudaMemcpyHostToDevice, s));
+        } else {
+          COURSE_CHECK(cudaMemcpyAsync(pinned.data(), source_.data(), pinned.bytes(),
+                                       cudaMemcpyDeviceToHost, s));
+        }
+      },
+      stream_, warmup, iters);
+  return course::gigabytes_per_second(static_cast<double>(pinned.bytes()), t.median_ms);
+}
+
+// ---- Part 3: when does cudaMemcpyAsync return? --------------------------------------------
+
+void time_async_calls(course::Harness& harness, const CopyBench& bench, Direction d,
+                      const HostBuffer& host, int reps) {
+  const std::size_t bytes = bench.bytes();
+  const std::string what = std::string(label(d)) + " " + name(host.kind());
+  std::vector<double> call_us, done_us;
+  int in_flight = 0;
+  std::string check = "PASS";
+  if (d == Direction::h2d) bench.refill(host);
+  for (int rep = 0; rep < reps; ++rep) {
+    bench.poison(d, host, bytes);
+    const AsyncCallTiming t = d == Direction::h2d
+                                  ? time_async_copy(bench.target(), host.data(), bytes,
+                                                    cudaMemcpyHostToDevice, bench.stream())
+                                  : time_async_copy(host.data(), bench.source(), bytes,
+                                                    cudaMemcpyDeviceToHost, bench.stream());
+    call_us.push_back(t.call_us);
+    done_us.push_back(t.done_us);
+    in_flight += t.in_flight_at_return ? 1 : 0;
+    if (check_text(bench.check(d, host, bytes), "async " + what) == "FAIL") check = "FAIL";
+  }
+  const std::string in_flight_text = std::to_string(in_flight) + " of " + std::to_string(reps);
+  course::SweepParams params = {{"direction", label(d)},
+                                {"memory", name(host.kind())},
+                                {"bytes", std::to_string(bytes)},
+                                {"in_flight", in_flight_text}};
+  params.push_back({"until", "call returned"});
+  // The call moves nothing by itself: its row has no rate.
+  harness.record_sweep("async", params,
+                       what + ": call returned (copy in flight " + in_flight_text + ")",
+                       course::median(call_us) / 1e3, 0, check);
+  params.back().second = "copy complete";
+  harness.record_sweep("async", params, what + ": copy complete", course::median(done_us) / 1e3,
+                       static_cast<double>(bytes), check);
+}
+
+// ---- Part 4: what the CPU sees ------------------------------------------------------------
+
+void time_host_access(course::Harness& harness, const HostBuffer& host, std::size_t bytes,
+                      int reps) {
+  const HostAccess access = measure_host_access(host, bytes, reps);
+  const std::pair<const char*, double> rates[] = {{"write", access.write_gbps},
+                                                  {"read", access.read_gbps}};
+  for (const auto& [what, gbps] : rates) {
+    harness.record_sweep(
+        "host access",
+        {{"memory", name(host.kind())}, {"access", what}, {"bytes", std::to_string(bytes)}},
+        std::string("CPU ") + what + "s " + name(host.kind()) + " memory",
+        gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e6) : 0, static_cast<double>(bytes), "-");
+  }
+}
+
+// ---- Part 5: what one small copy costs (CUDA Handbook 6.2) ----------------------------------
+
+namespace {
+
+// The two models of one direction's break-even sweep, printed against the link.
+CopyCostFit report_fits(Direction d, const std::vector<double>& xs, const std::vector<double>& us,
+                        double link_gbps, std::size_t large_bytes) {
+  std::cout << "  " << label(d) << ", " << human_bytes(xs.front()) << " to "
+            << human_bytes(xs.back()) << " (a large pinned " << label(d) << " copy of "
+            << human_bytes(static_cast<double>(large_bytes)) << " runs at "
+            << course::fixed(link_gbps, 2) << " GB/s in this run):\n"
+            << "    straight line (TODO 4): ";
+  try {
+    const OverheadModel line = fit_overhead(xs, us);
+    std::cout << course::fixed(line.overhead_us, 3) << " us + bytes / ";
+    if (physical_bandwidth(line.bandwidth_gbps, link_gbps)) {
+      std::cout << course::fixed(line.bandwidth_gbps, 2)
+                << " GB/s = " << course::fixed(line.bandwidth_gbps / link_gbps, 3)
+                << " x the large copy, r^2 " << course::fixed(line.r_squared, 4)
+                << "; break-even (TODO 5) " << human_bytes(break_even_bytes(line)) << "\n";
+    } else {
+      std::cout << "(r^2 " << course::fixed(line.r_squared, 4)
+                << "): its slope means no rate up to the large copy's: not physical, no "
+                   "bandwidth and no break-even\n";
+    }
+  } catch (const std::exception& e) {
+    std::cout << "none (" << e.what() << ")\n";
+  }
+  const CopyCostFit fit = fit_copy_cost(xs, us, link_gbps);
+  std::cout << "    best shape: " << describe(fit) << " (rms residual "
+            << course::fixed(fit.rms_residual_us, 3) << " us)\n";
+  if (fit.shape == CostShape::step && fit.physical) {
+    const double even = break_even_bytes(OverheadModel{fit.intercept_us, fit.bandwidth_gbps, 0});
+    if (even > 0) {
+      std::cout << "    break-even of the rising part (TODO 5): "
+                << human_bytes(std::max(even, fit.rising_from_bytes)) << "\n";
+    }
+  }
+  return fit;
+}
+
+}  // namespace
+
+void time_small_copies(course::Harness& harness, const CopyBench& bench, bool quick) {
+  const int calls = quick ? 4 : 1000;  // copies per timed loop, per-call costs
+  const int copies = quick ? 3 : 200;  // copies per timed loop, break-even sweep
+  const int reps = quick ? 1 : 5;      // loops per figure (the median is reported)
+  const std::size_t batch_total = quick ? (64u << 10) : (1u << 20);
+  const std::size_t small = std::max<std::size_t>(64u << 10, batch_total);
+  const std::vector<std::uint32_t>& expected = bench.expected();
+  if (expected.size() * 4 < small) throw std::logic_error("time_small_copies: too little data");
+  const cudaStream_t stream = bench.stream();
+  const std::uint32_t seed = bench.seed();
+
+  // The lesson's own pinned memory (in the starter it is pageable, and the figures show it).
+  HostBuffer host(HostMemory::pinned, small);
+  course::DeviceBuffer<std::uint32_t> device(small / 4);
+  const std::uint32_t* words = host.words().data();
+  bench.refill(host);
+  course::fill_hash(device.span(), seed, stream);
+  COURSE_CHECK(cudaStreamSynchronize(stream));
+  std::cout << "\nSmall copies (pinned memory, host clock, medians of " << reps << " loops):\n";
+
+  // 1. Per-call costs of 4-byte copies: the destination's first word is poisoned, then
+  //    every copy writes hash32(0, seed) into it.
+  std::cout << "  per call of a 4-byte copy (" << calls << " back to back):";
+  for (const bool async : {true, false}) {
+    for (const Direction d : kDirections) {
+      if (d == Direction::h2d) {
+        course::poison(device.data(), 4, stream);
+        COURSE_CHECK(cudaStreamSynchronize(stream));
+      } else {
+        std::memset(host.data(), course::kPoisonByte, 4);
+      }
+      void* dst = d == Direction::h2d ? static_cast<void*>(device.data()) : host.data();
+      const void* src = d == Direction::h2d ? host.data() : static_cast<const void*>(device.data());
+      const cudaMemcpyKind kind =
+          d == Direction::h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+      const double us = median_of(reps, [&] {
+        return async ? async_copy_us_per_call(dst, src, 4, kind, stream, calls)
+                     : sync_copy_us_per_call(dst, src, 4, kind, calls);
+      });
+      const std::string call = async ? "cudaMemcpyAsync" : "cudaMemcpy";
+      const std::string what =
+          "4-byte " + call + " " + label(d) + (async ? ", back to back" : " (each call waits)");
+      const std::string check =
+          check_text(d == Direction::h2d ? verify_hash(device.data(), 1, seed, stream)
+                                         : compare_host(expected, words, 1),
+                     what);
+      harness.record_sweep("per-call cost",
+                           {{"call", call},
+                            {"direction", label(d)},
+                            {"bytes", "4"},
+                            {"copies", std::to_string(calls)}},
+                           what, us / 1e3, 4, check);
+      std::cout << " " << call << " " << label(d) << " " << course::fixed(us, 2) << " us"
+                << (async && d == Direction::d2h ? ";" : "");
+    }
+  }
+  std::cout << "\n";
+
+  // 2. The break-even sweep, its two models, and the link they must not outrun.
+  const std::vector<std::size_t> sizes = break_even_sizes();
+  const std::vector<double> xs(sizes.begin(), sizes.end());
+  CopyCostFit h2d_fit;
+  for (const Direction d : kDirections) {
+    if (d == Direction::h2d) {
+      course::poison(device.data(), device.bytes(), stream);
+      COURSE_CHECK(cudaStreamSynchronize(stream));
+    } else {
+      std::memset(host.data(), course::kPoisonByte, host.bytes());
+    }
+    void* dst = d == Direction::h2d ? static_cast<void*>(device.data()) : host.data();
+    const void* src = d == Direction::h2d ? host.data() : static_cast<const void*>(device.data());
+    const cudaMemcpyKind kind =
+        d == Direction::h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    std::vector<double> us;
+    for (const std::size_t bytes : sizes) {
+      us.push_back(median_of(
+          reps, [&] { return async_copy_us_per_call(dst, src, bytes, kind, stream, copies); }));
+    }
+    // The largest size covers the others: every word of it must hold the data now.
+    const std::size_t n = sizes.back() / 4;
+    const std::string check =
+        check_text(d == Direction::h2d ? verify_hash(device.data(), n, seed, stream)
+                                       : compare_host(expected, words, n),
+                   std::string("break-even sweep ") + label(d));
+    const double link_gbps = bench.large_pinned_gbps(d, harness.warmup(), harness.iters());
+    const CopyCostFit fit = report_fits(d, xs, us, link_gbps, bench.bytes());
+    if (d == Direction::h2d) h2d_fit = fit;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      harness.record_sweep("breakeven",
+                           {{"direction", label(d)},
+                            {"bytes", std::to_string(sizes[i])},
+                            {"copies", std::to_string(copies)},
+                            {"model_us", course::fixed(model_us(fit, xs[i]), 4)},
+                            {"model", describe(fit)}},
+                           std::string(label(d)) + " " + human_bytes(xs[i]) + ", back to back",
+                           us[i] / 1e3, xs[i], check);
+    }
+  }
+
+  // 3. Batching: the same bytes as many small copies or as one.
+  const std::size_t piece = 4096;
+  const std::size_t pieces = batch_total / piece;
+  const std::string total = human_bytes(static_cast<double>(batch_total));
+  const auto checked = [&](const std::string& what) {
+    return check_text(verify_hash(device.data(), batch_total / 4, seed, stream), what);
+  };
+  bench.refill(host);
+  course::poison(device.data(), device.bytes(), stream);
+  const double many_us = median_of(reps, [&] {
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    const Clock::time_point start = Clock::now();
+    for (std::size_t i = 0; i < pieces; ++i) {
+      COURSE_CHECK(cudaMemcpyAsync(reinterpret_cast<char*>(device.data()) + i * piece,
+                                   static_cast<const char*>(host.data()) + i * piece, piece,
+                                   cudaMemcpyHostToDevice, stream));
+    }
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  });
+  const std::string many_check = checked("batched H2D, many copies");
+  course::poison(device.data(), device.bytes(), stream);
+  const double one_us = median_of(reps, [&] {
+    return async_copy_us_per_call(device.data(), host.data(), batch_total, cudaMemcpyHostToDevice,
+                                  stream, 1);
+  });
+  const std::string one_check = checked("batched H2D, one copy");
+  harness.record_sweep("batching",
+                       {{"direction", "H2D"},
+                        {"bytes", std::to_string(batch_total)},
+                        {"copies", std::to_string(pieces)}},
+                       total + " H2D as " + std::to_string(pieces) + " copies of 4 KB",
+                       many_us / 1e3, static_cast<double>(batch_total), many_check);
+  harness.record_sweep(
+      "batching", {{"direction", "H2D"}, {"bytes", std::to_string(batch_total)}, {"copies", "1"}},
+      total + " H2D as one copy", one_us / 1e3, static_cast<double>(batch_total), one_check);
+  std::cout << "  " << total << " H2D as " << pieces
+            << " copies of 4 KB: " << course::fixed(many_us, 1)
+            << " us; as one copy: " << course::fixed(one_us, 1) << " us ("
+            << course::fixed(one_us > 0 ? many_us / one_us : 0, 1) << " x faster)";
+  if (h2d_fit.shape != CostShape::flat && h2d_fit.physical) {
+    std::cout << "; the H2D model above predicts "
+              << course::fixed(static_cast<double>(pieces) * model_us(h2d_fit, piece), 1)
+              << " us and " << course::fixed(model_us(h2d_fit, static_cast<double>(batch_total)), 1)
+              << " us";
+  }
+  std::cout << "\n";
+}
+
+}  // namespace pinned_memory

@@ -337,14 +337,11 @@ TEST(WarpEntanglementShape, BatchesRoundsAndZeroFill) {
   EXPECT_EQ(we::zero_fill_bytes(10, 3), 16u);  // past the end
 }
 
-TEST(WarpEntanglementShape, NamesAndCsvPath) {
+TEST(WarpEntanglementShape, Names) {
   EXPECT_STREQ(we::name(CommitMode::converged), "converged");
   EXPECT_STREQ(we::name(CommitMode::diverged), "diverged");
   EXPECT_STREQ(we::name(CommitMode::diverged_syncwarp), "diverged+syncwarp");
   EXPECT_STREQ(we::name(CommitMode::diverged_no_syncwarp), "diverged, no syncwarp");
-  EXPECT_EQ(we::entanglement_csv_path("out/08_warp_entanglement.csv"),
-            "out/08_warp_entanglement_entanglement.csv");
-  EXPECT_EQ(we::entanglement_csv_path("table"), "table_entanglement.csv");
 }
 
 TEST(WarpEntanglementShape, RejectsBadLaunchesBeforeTouchingTheDevice) {

@@ -1,23 +1,15 @@
 /// \file warp_entanglement.cuh
 /// \brief Lesson 08: warp entanglement of commit, wait and arrive-on.
 ///
-/// The API the driver (main.cu) and the tests call. The model and the kernels live in
-/// warp_entanglement.cu: the starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu) and the tests call. The model of the warp-shared batch
+/// sequence is in model.h / model.cpp; its two rules and the kernel live in
+/// warp_entanglement.cu (the student's file: the starter in lessons/, the complete version in
+/// solutions/); what the kernel measures in evidence.cuh; the launchers and the driver's
+/// report in warp_entanglement_launch.cu (read-only).
 ///
-/// The pipeline primitives of lesson 06 (`__pipeline_memcpy_async`, `__pipeline_commit`,
-/// `__pipeline_wait_prior`) and the arrive-on (`cp.async.mbarrier.arrive`, behind lesson 03's
-/// `cuda::memcpy_async` with a barrier, and `__pipeline_arrive_on`) are
-/// per-thread operations in the programming model. The Programming Guide says that on
-/// compute capability 8.x the hardware keeps **one** batch sequence per warp instead:
-///  - a commit executed by a group of converged threads appends **one** batch to the
-///    warp-shared sequence PB; executed by 32 diverged threads, it appends 32;
-///  - each thread only counts its own commits (its *perceived* sequence TB), so its
-///    `wait_prior<N>` may wait for newer batches, other threads' included (over-waiting);
-///  - an arrive-on executed by diverged threads updates the barrier once per converged
-///    group instead of once per warp.
-/// This file has two halves: a CPU model of that warp-shared sequence (namespace `model`),
-/// and a copy-and-compute kernel whose commits and arrive-ons run converged or from a
-/// data-dependent branch, instrumented to measure what the GPU really does.
+/// The kernel is a copy-and-compute pipeline (lesson 06's primitives, 3 buffers) whose
+/// commits and arrive-ons run converged or from a data-dependent branch, instrumented to
+/// measure what the GPU really does next to what the model predicts.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,12 +18,16 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
-namespace warp_entanglement {
+#include "course/batches.cuh"
+#include "course/launch.h"
+#include "model.h"
 
-inline constexpr int kWarpSize = 32;
+namespace warp_entanglement {
 
 // ---- The schedule of the kernel -----------------------------------------------------------
 
@@ -40,15 +36,8 @@ inline constexpr int kWarpSize = 32;
 /// batch k + 1 refills held batch k - 2, which every thread finished before the previous
 /// step's block barrier, so one barrier per batch is enough.
 inline constexpr int kStages = 3;
-/// Batches started ahead of the one being computed.
-inline constexpr int kBatchesAhead = 1;
-/// The argument of `__pipeline_wait_prior` before computing batch k: this thread has just
-/// committed batch k + 1, which may stay pending; batch k must have landed.
-inline constexpr int kAllowedPending = 1;
 /// 16-byte vectors each thread copies per batch (256 threads: 16 KB batches, as in lesson 06).
 inline constexpr int kVectorsPerThread = 4;
-/// `__pipeline_wait_prior(n)` waits with `cp.async.wait_group min(n, 8)`.
-inline constexpr int kWaitPriorClamp = 8;
 /// Each warp arrives on its counting barrier in at most this many rounds: the barrier's
 /// expected count, 32 x rounds + 1, must stay below an mbarrier's limit of 2^20 - 1.
 inline constexpr int kMaxCountedRounds = 4096;
@@ -62,7 +51,7 @@ struct LaunchShape {
 /// Elements of one batch: threads x kVectorsPerThread vectors x 4 uint32 (a multiple of 128,
 /// so a batch holds whole 32-element groups).
 __host__ __device__ constexpr std::size_t batch_elements(int threads_per_block) {
-  return static_cast<std::size_t>(threads_per_block) * kVectorsPerThread * 4;
+  return course::batches::batch_elements(threads_per_block, kVectorsPerThread);
 }
 
 /// Dynamic shared memory of one block: kStages batches of uint32 (256 threads: 48 KB).
@@ -70,16 +59,11 @@ __host__ __device__ constexpr std::size_t shared_bytes(int threads_per_block) {
   return kStages * batch_elements(threads_per_block) * sizeof(std::uint32_t);
 }
 
-/// Batches of `batch` elements in an input of `n` elements (the last may be partial).
-__host__ __device__ constexpr std::size_t batch_count(std::size_t n, std::size_t batch) {
-  return (n + batch - 1) / batch;
-}
-
-/// How many of `batches` batches block `block` of `grid` owns (block b owns b, b + grid, ...).
-__host__ __device__ constexpr std::size_t batches_of_block(std::size_t batches, unsigned block,
-                                                           unsigned grid) {
-  return block < batches ? (batches - 1 - block) / grid + 1 : 0;
-}
+// The block's batches, and the zero-filled tail (course/batches.cuh), under the names the
+// tests use.
+using course::batches::batch_count;
+using course::batches::batches_of_block;
+using course::batches::zero_fill_bytes;
 
 /// Commit (and arrive-on) rounds of a block that owns `mine` batches: the prologue starts
 /// kBatchesAhead batches, then every step starts one more, each with one commit, empty or not.
@@ -87,142 +71,6 @@ __host__ __device__ constexpr std::size_t batches_of_block(std::size_t batches, 
 __host__ __device__ constexpr std::size_t commit_rounds(std::size_t mine) {
   return mine + kBatchesAhead;
 }
-
-/// Zero-fill of 16-byte chunk `chunk` of a batch holding `count` valid elements (as in lesson
-/// 06): 0 for a whole chunk, 16 for a chunk entirely past the end.
-__host__ __device__ constexpr std::size_t zero_fill_bytes(std::size_t count, std::size_t chunk) {
-  const std::size_t first_element = chunk * 4;
-  if (first_element >= count) return 16;
-  const std::size_t valid = count - first_element;
-  return valid >= 4 ? 0 : 16 - valid * sizeof(std::uint32_t);
-}
-
-// ---- Convergence ---------------------------------------------------------------------------
-
-/// Where the commit and the arrive-on of every round run.
-enum class CommitMode {
-  /// No branch: the warp copies, commits and arrives on, converged.
-  converged,
-  /// A data-dependent branch per path: each path's lanes copy, commit and arrive on inside
-  /// their own branch, so a warp with k paths executes each instruction k times.
-  diverged,
-  /// The copies stay in the branch, then `__syncwarp()` reconverges the warp, and the commit
-  /// and the arrive-on run after it, converged: the rule of the Programming Guide.
-  diverged_syncwarp,
-  /// The copies stay in the branch; the commit and arrive-on follow the branch without a
-  /// `__syncwarp()`. Whether the warp has reconverged there is not guaranteed.
-  diverged_no_syncwarp,
-};
-
-/// "converged", "diverged", "diverged+syncwarp" or "diverged, no syncwarp".
-const char* name(CommitMode mode);
-
-/// Which branch (path) each lane of a warp takes, the same in every warp. A kernel argument,
-/// so the branch depends on data the compiler cannot see: lane l runs path path[l]. Paths are
-/// numbered 0, 1, ... in the order the kernel runs them.
-struct LanePaths {
-  int path[kWarpSize] = {};  // a plain array: kernels index it too
-};
-
-/// Every lane on path 0: no divergence.
-LanePaths one_path();
-/// Lane l on path l: 32 paths, a fully diverged warp (the Programming Guide's example).
-LanePaths fully_diverged();
-/// Lane l on path l % paths: `paths` groups of 32 / paths lanes (paths in [1, 32]).
-LanePaths split_paths(int paths);
-/// How many paths the kernel runs: the largest path + 1.
-int path_count(const LanePaths& paths);
-/// Whether every path lies in [0, 32) and every path below path_count() has a lane: the
-/// launcher's precondition (a path without lanes would be harmless, a negative one would
-/// never commit).
-bool valid(const LanePaths& paths);
-
-// ---- The CPU model of the warp-shared batch sequence -------------------------------------
-
-namespace model {
-
-/// A set of lanes of one warp: bit l is lane l.
-using LaneMask = std::uint32_t;
-inline constexpr LaneMask kFullWarp = 0xffffffffu;
-
-/// What one `wait_prior<N>` (or `consumer_wait`) of one thread really waits for. Batches are
-/// indices into the warp-shared sequence PB; -1 means "none".
-struct Wait {
-  int lane = 0;
-  int n = 0;                ///< the N the thread asked for
-  int n_applied = 0;        ///< the N the hardware uses: min(N, kWaitPriorClamp)
-  int needed_through = -1;  ///< PB index of the thread's own batch TL - N: what it needs
-  int waited_through = -1;  ///< PL - N: the hardware waits for PB[0 .. waited_through]
-  /// Batches of PB the wait covers.
-  int batches_waited() const { return waited_through + 1; }
-  /// Batches waited for beyond the one this thread needed (newer batches, its own included).
-  int over_waited() const { return waited_through - needed_through; }
-};
-
-/// The warp-shared batch sequence of one warp, built commit by commit.
-class WarpSequence {
- public:
-  /// One execution of the commit instruction by the converged lanes `lanes` (not 0).
-  void commit(LaneMask lanes);
-
-  /// PB: batch i holds the copies of the lanes actual()[i] committed.
-  const std::vector<LaneMask>& actual() const { return actual_; }
-  /// TB of `lane`: entry n is the PB index its n-th own batch landed in (BTn == BPm).
-  const std::vector<int>& perceived(int lane) const { return perceived_.at(lane); }
-  /// PL: the index of the last batch of PB, or -1 when nothing was committed.
-  int actual_last() const { return static_cast<int>(actual_.size()) - 1; }
-  /// TL of `lane`: the index of its last own batch, or -1.
-  int perceived_last(int lane) const { return static_cast<int>(perceived(lane).size()) - 1; }
-
-  /// `__pipeline_wait_prior(n)` by `lane`: it needs its own batch TL - N, the hardware waits
-  /// for PB up to PL - min(N, 8).
-  Wait wait_prior(int lane, int n) const;
-  /// A thread-scope `pipeline::consumer_wait()` by `lane` after it released `consumed` of its
-  /// batches: `wait_prior(TL - consumed)`, i.e. it needs its oldest unreleased batch.
-  Wait consumer_wait(int lane, int consumed) const;
-
- private:
-  std::vector<LaneMask> actual_;
-  std::array<std::vector<int>, kWarpSize> perceived_;
-};
-
-/// What one round of arrive-on operations does to the barrier.
-struct ArriveOn {
-  int updates = 0;   ///< barrier updates: one per converged group that executes it
-  int arrivals = 0;  ///< arrivals it counts in the end: one per thread (the PTX semantics)
-};
-/// An arrive-on executed once by each group of converged lanes in `groups`.
-ArriveOn arrive_on(const std::vector<LaneMask>& groups);
-
-/// The converged groups of a branch on `paths`: one mask per path, in path order.
-std::vector<LaneMask> groups_of(const LanePaths& paths);
-
-/// A count the model predicts: exact (min == max) or a range when convergence is not
-/// guaranteed (the warp may or may not have reconverged).
-struct Range {
-  int min = 0;
-  int max = 0;
-  /// "4" or "1-32".
-  std::string str() const;
-};
-
-/// What the model predicts for the lesson's kernel, per warp and per round.
-struct Prediction {
-  Range commit_groups;       ///< executions of the commit: batches PB grows by per round
-  Range arrive_on_updates;   ///< barrier updates per round of arrive-ons
-  int arrivals = kWarpSize;  ///< arrivals per round (always one per thread)
-  /// For each lane, whether the hardware's wait_prior<kAllowedPending> before batch k also
-  /// covers this lane's own batch k + 1 (which it allowed to stay pending): 'W' yes, '.' no,
-  /// '?' only if the warp did not reconverge.
-  std::string lanes_over_waiting;
-  Range over_waiting_lanes;  ///< how many lanes that is
-};
-
-/// The model run over the kernel's schedule (kBatchesAhead rounds, then per batch one round
-/// and a wait) with the commit groups of `mode` and `paths`, read at a steady-state wait.
-Prediction predict(CommitMode mode, const LanePaths& paths);
-
-}  // namespace model
 
 // ---- What the GPU measured -----------------------------------------------------------------
 
@@ -271,16 +119,21 @@ bool over_waiting_observed(double newer_landed_fraction, double control_fraction
 
 // ---- Launching -----------------------------------------------------------------------------
 
-/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// Prepares the copy-and-compute workload (course/workload.h):
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, with the primitives and a
 /// schedule of 3 buffers (batch k + 1 started before the wait for batch k), committing and
-/// arriving on as `mode` says, branching on `paths`.
+/// arriving on as `mode` says, branching on `paths`. The returned launch only enqueues the
+/// kernel on the stream it is given (nothing for an empty input).
 /// The result does not depend on `mode` or `paths`: only the waiting does.
 ///
-/// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
+/// Preconditions, checked here before any CUDA call (std::invalid_argument otherwise):
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of 32;
-/// blocks >= 1; both pointers 16-byte aligned; valid(paths). An empty input launches
-/// nothing.
+/// blocks >= 1; both pointers 16-byte aligned; a known `mode`; valid(paths).
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, CommitMode mode,
+                                        const LanePaths& paths, LaunchShape shape);
+
+/// prepare_copy_and_compute() and the launch on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       CommitMode mode, const LanePaths& paths, LaunchShape shape,
                       cudaStream_t stream);
@@ -298,15 +151,52 @@ Evidence copy_and_compute_with_evidence(cuda::std::span<const std::uint32_t> in,
 /// (cudaOccupancyMaxActiveBlocksPerMultiprocessor after opting in to its shared memory).
 int max_blocks_per_sm(CommitMode mode, int threads_per_block);
 
-/// Where the driver writes the entanglement table next to the main CSV:
-/// "dir/08_warp_entanglement.csv" -> "dir/08_warp_entanglement_entanglement.csv".
-inline std::string entanglement_csv_path(const std::string& main_csv) {
-  const std::string suffix = ".csv";
-  if (main_csv.size() > suffix.size() &&
-      main_csv.compare(main_csv.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    return main_csv.substr(0, main_csv.size() - suffix.size()) + "_entanglement.csv";
-  }
-  return main_csv + "_entanglement.csv";
-}
+// ---- The driver's entanglement report ------------------------------------------------------
+
+/// One variant of the driver.
+struct VariantSpec {
+  const char* name;
+  CommitMode mode;
+  int paths;            ///< 1, 4 or 32: lane l takes path l % paths
+  const char* control;  ///< the variant with the same copies and a converged commit ("": none)
+  const char* what;
+};
+
+/// The driver's variants, `converged` (the baseline) first. Each diverged variant has a
+/// control that issues its copies from the same branch but commits after a __syncwarp().
+const std::vector<VariantSpec>& variants();
+/// The variant named `name` and, when it has one, its control and the converged baseline:
+/// what `--variant name` runs in the entanglement report. Empty for an unknown name.
+std::vector<std::string> with_controls(const std::string& name);
+/// fully_diverged() for 32 paths, split_paths(paths) otherwise.
+LanePaths lane_paths(int paths);
+
+/// One row of the entanglement report: the model's prediction beside one instrumented launch.
+struct EntanglementRow {
+  VariantSpec spec;
+  model::Prediction model;
+  Summary measured;
+  float kernel_ms = 0;            ///< the instrumented launch, timed with CUDA events
+  bool control_measured = false;  ///< the control ran in the same report
+  bool over_waiting = false;      ///< over_waiting_observed() against the control
+  std::string failure;            ///< what went wrong ("" when values and invariants hold)
+};
+
+/// Runs `spec` once, instrumented, on `shape` into a poisoned `out`, compares every element
+/// with `expected`, and checks what holds whatever the hardware entangles: every wait returned
+/// after the thread's own batch had landed, and the arrive-ons delivered at least one arrival
+/// per execution and at most one per thread.
+EntanglementRow measure_entanglement(cuda::std::span<const std::uint32_t> in,
+                                     cuda::std::span<std::uint32_t> out,
+                                     const std::vector<std::uint32_t>& expected,
+                                     const VariantSpec& spec, LaunchShape shape,
+                                     cudaStream_t stream);
+/// Sets control_measured and over_waiting of every row whose control is among `rows`.
+void compare_with_controls(std::vector<EntanglementRow>& rows);
+/// The report: the table of model against measurement, its legend, and the lanes' pictures.
+void print_entanglement(const std::vector<EntanglementRow>& rows, const std::string& gpu,
+                        std::ostream& out);
+/// The row's columns for the harness's sweep CSV (course::SweepParams).
+std::vector<std::pair<std::string, std::string>> entanglement_columns(const EntanglementRow& row);
 
 }  // namespace warp_entanglement

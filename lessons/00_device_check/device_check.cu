@@ -1,5 +1,5 @@
 // Your exercise: fill in the TODOs of this file only; the rest of the lesson is read-only (generated from solutions/00_device_check/device_check.cu by ./course sync).
-// Your exercise: the TODOs in this file. The driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: main.cu, device_check.cuh, the tests.
 //
 // Lesson 00: what this GPU can do for asynchronous data movement.
 //

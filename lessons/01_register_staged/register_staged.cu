@@ -1,6 +1,5 @@
 // Your exercise: fill in the TODOs of this file only; the rest of the lesson is read-only (generated from solutions/01_register_staged/register_staged.cu by ./course sync).
-// Your exercise: the TODOs in this file. The launchers (register_staged_launch.cu), the
-// driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: register_staged_launch.cu, main.cu, the tests.
 //
 // Lesson 01: copy and compute through registers.
 //

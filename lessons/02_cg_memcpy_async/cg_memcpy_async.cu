@@ -1,6 +1,5 @@
 // Your exercise: fill in the TODOs of this file only; the rest of the lesson is read-only (generated from solutions/02_cg_memcpy_async/cg_memcpy_async.cu by ./course sync).
-// Your exercise: the TODOs in this file. The launchers (cg_memcpy_async_launch.cu), the
-// driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: cg_memcpy_async_launch.cu, main.cu, the tests.
 //
 // Lesson 02: copy and compute with cooperative_groups::memcpy_async.
 //

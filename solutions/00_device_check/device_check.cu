@@ -1,4 +1,4 @@
-// Your exercise: the TODOs in this file. The driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: main.cu, device_check.cuh, the tests.
 //
 // Lesson 00: what this GPU can do for asynchronous data movement.
 //

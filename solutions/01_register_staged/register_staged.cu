@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. The launchers (register_staged_launch.cu), the
-// driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: register_staged_launch.cu, main.cu, the tests.
 //
 // Lesson 01: copy and compute through registers.
 //

@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. The launchers (cg_memcpy_async_launch.cu), the
-// driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: cg_memcpy_async_launch.cu, main.cu, the tests.
 //
 // Lesson 02: copy and compute with cooperative_groups::memcpy_async.
 //

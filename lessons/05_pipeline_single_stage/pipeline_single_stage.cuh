@@ -2,7 +2,8 @@
 /// \brief Lesson 05: a single-stage `cuda::pipeline`, at thread scope and at block scope.
 ///
 /// The API the driver (main.cu) and the tests call. The kernels live in
-/// pipeline_single_stage.cu: the starter in lessons/, the complete version in solutions/.
+/// pipeline_single_stage.cu (the student's file: the starter in lessons/, the complete
+/// version in solutions/); the launchers in pipeline_single_stage_launch.cu (read-only).
 ///
 /// Both kernels run the course's copy-and-compute workload (course/workload.h) in batches
 /// of lesson 01's coarse granularity (threads x 4 vectors of 16 bytes: 16 KB at 256
@@ -25,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "course/batches.cuh"
+#include "course/launch.h"
 #include "register_staged.cuh"
 
 namespace pipeline_single_stage {
@@ -55,9 +58,10 @@ inline constexpr int kVectorsPerThread = register_staged::kVectorsPerThread;
 inline constexpr int kStages = 1;
 
 /// Elements one block stages per batch: threads x 4 vectors x 4 uint32 (4096 elements,
-/// 16 KB, at 256 threads). A multiple of 128, so a batch holds whole 32-element groups.
+/// 16 KB, at 256 threads; course::batches::batch_elements). A multiple of 128, so a batch
+/// holds whole 32-element groups.
 __host__ __device__ constexpr std::size_t batch_elements(int threads_per_block) {
-  return static_cast<std::size_t>(threads_per_block) * kVectorsPerThread * 4;
+  return course::batches::batch_elements(threads_per_block, kVectorsPerThread);
 }
 
 /// Dynamic shared memory of one block: one batch of uint32_t (the pipeline's own shared
@@ -73,14 +77,20 @@ __host__ __device__ constexpr std::size_t pipeline_shared_state_bytes(int stages
   return 16 * static_cast<std::size_t>(stages) + 8;
 }
 
-/// Runs the copy-and-compute workload (course/workload.h) on `stream`:
+/// Validates the arguments and sets the kernel's shared-memory attribute, then returns the
+/// launch: calling it with a stream runs the copy-and-compute workload (course/workload.h)
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, staging each batch in
 /// shared memory through a single-stage `cuda::pipeline` of the given scope.
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise): `in` and
-/// `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of 32;
-/// blocks >= 1; both arrays are 16-byte aligned (the 16-byte copies and
-/// `aligned_size_t<16>` promise it). An empty input launches nothing.
+/// `out` have the same size; `scope` is a Scope; 32 <= threads_per_block <= 1024 and a
+/// multiple of 32; blocks >= 1; both arrays are 16-byte aligned (the 16-byte copies and
+/// `aligned_size_t<16>` promise it). For an empty input the launch does nothing.
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, Scope scope,
+                                        LaunchShape shape);
+
+/// prepare_copy_and_compute(in, out, scope, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       Scope scope, LaunchShape shape, cudaStream_t stream);
 

@@ -1,3 +1,6 @@
+// Your exercise: the TODOs in this file. Read-only: pipeline_single_stage_launch.cu, main.cu,
+// the tests.
+//
 // Lesson 05: a single-stage cuda::pipeline, at thread scope and at block scope.
 //
 // What this file adds over lessons 01-03: the copy of each batch goes through a
@@ -30,7 +33,8 @@
 //    thread's copies. Every thread's consumer_release arrives on "consumed", and the next
 //    producer_acquire waits for that phase. The pipeline does both block barriers' jobs.
 //
-// Shapes, for 256 threads (the driver's default):
+// Shapes, for 256 threads (the driver's default; course/batches.cuh cuts the batches and
+// computes a staged one):
 //   batch  = 256 threads x 4 vectors x 4 uint32 = 4096 elements = 16 KB of shared memory
 //   thread t copies vectors v * 256 + t (v = 0..3): a warp's copies are 512 contiguous bytes
 #include "pipeline_single_stage.cuh"
@@ -38,11 +42,7 @@
 #include <cooperative_groups.h>
 #include <cuda/pipeline>
 
-#include <stdexcept>
-#include <string>
-
-#include "course/check.h"
-#include "course/workload.h"
+#include "course/batches.cuh"
 
 // A __shared__ cuda::pipeline_shared_state is never constructed (shared memory has no
 // constructors); make_pipeline() initialises it. The front end warns that the dynamic
@@ -54,9 +54,10 @@ namespace pipeline_single_stage {
 namespace {
 
 namespace cg = cooperative_groups;
-using course::workload::combine_elements;
-using course::workload::combine_vectors;
-using course::workload::mirror_vector;
+using course::batches::Batch;
+using course::batches::batch_of_block;
+using course::batches::batches_of_block;
+using course::batches::compute_batch;
 
 using ThreadPipeline = cuda::pipeline<cuda::thread_scope_thread>;
 using BlockPipeline = cuda::pipeline<cuda::thread_scope_block>;
@@ -64,41 +65,6 @@ using BlockPipeline = cuda::pipeline<cuda::thread_scope_block>;
 // The launcher accepts blocks of up to 1024 threads: keep every kernel within the 64
 // registers per thread that such a block may use.
 constexpr int kMaxThreads = 1024;
-
-/// Where one batch lies in the input.
-struct Batch {
-  std::size_t first;  ///< global index of its first element
-  std::size_t count;  ///< valid elements: the batch size, or fewer for the input's last batch
-};
-
-/// Batch `index` of an input of `n` elements in batches of `batch`.
-__device__ Batch batch_at(std::size_t index, std::size_t batch, std::size_t n) {
-  const std::size_t first = index * batch;
-  return {first, n - first < batch ? n - first : batch};
-}
-
-/// Computes the outputs of one staged batch (as in lessons 01 and 03). A full batch is read
-/// as 16-byte vectors: thread t owns vectors v * blockDim.x + t, and elements 4k..4k+3
-/// mirror onto vector k ^ 7 in reverse order ((4k + j) ^ 31 == 4 (k ^ 7) + 3 - j), which
-/// another thread copied. A partial batch goes element by element and reads only its
-/// `count` valid elements (partners never leave the batch).
-__device__ void compute_batch(const std::uint32_t* staged, std::uint32_t* __restrict__ out, Batch b,
-                              std::size_t batch, std::size_t n) {
-  std::uint32_t* batch_out = out + b.first;
-  if (b.count == batch) {
-    const uint4* staged4 = reinterpret_cast<const uint4*>(staged);
-    uint4* out4 = reinterpret_cast<uint4*>(batch_out);
-#pragma unroll
-    for (int v = 0; v < kVectorsPerThread; ++v) {
-      const unsigned vector = v * blockDim.x + threadIdx.x;
-      // The partners of this vector's four elements fill one other vector, in reverse
-      // order (course/workload.h); another thread staged it.
-      out4[vector] = combine_vectors(staged4[vector], staged4[mirror_vector(vector)]);
-    }
-  } else {
-    combine_elements(staged, batch_out, b.first, b.count, n, threadIdx.x, blockDim.x);
-  }
-}
 
 // ---- 1. A pipeline per thread (TODO 1-4) -------------------------------------------------
 
@@ -146,12 +112,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   ThreadPipeline pipe = cuda::make_pipeline();
 
   const std::size_t batch = batch_elements(blockDim.x);
-  const std::size_t batches = (n + batch - 1) / batch;
-  // Blocks take batches in turn (a grid-stride loop over batches), so any grid size works.
-  // The loop depends only on the block: every thread runs the same iterations and reaches
-  // the same __syncthreads().
-  for (std::size_t index = blockIdx.x; index < batches; index += gridDim.x) {
-    const Batch b = batch_at(index, batch, n);
+  // Block b owns batches b, b + grid, ... (any grid size works). The count depends only on
+  // the block: every thread runs the same iterations and reaches the same __syncthreads().
+  const std::size_t mine =
+      batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
+  for (std::size_t k = 0; k < mine; ++k) {
+    const Batch b = batch_of_block(k, batch, n);
 
     // TODO 2: the producer side: acquire the stage before copy_my_share() starts this
     //         thread's copies, and commit them after it. At thread scope producer_acquire()
@@ -224,12 +190,13 @@ __global__ void __launch_bounds__(kMaxThreads)
   BlockPipeline pipe = cuda::make_pipeline(block, &state);
 
   const std::size_t batch = batch_elements(blockDim.x);
-  const std::size_t batches = (n + batch - 1) / batch;
   // As above: the loop depends only on the block, so every thread acquires, commits, waits
   // and releases the same number of times. The stage barriers count threads: one thread
   // short, and everybody waits for ever.
-  for (std::size_t index = blockIdx.x; index < batches; index += gridDim.x) {
-    const Batch b = batch_at(index, batch, n);
+  const std::size_t mine =
+      batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
+  for (std::size_t k = 0; k < mine; ++k) {
+    const Batch b = batch_of_block(k, batch, n);
 
     // TODO 6: the producer side: producer_acquire() before copy_batch() (with one stage it
     //         waits until EVERY thread released the previous batch), producer_commit()
@@ -259,70 +226,5 @@ __global__ void __launch_bounds__(kMaxThreads)
   // The pipeline's destructor quits it; the last thread to quit invalidates the mbarriers.
 }
 
-// ---- Launchers ---------------------------------------------------------------------------
-
-using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t);
-
-Kernel kernel_for(Scope scope) {
-  switch (scope) {
-    case Scope::thread:
-      return thread_scope_kernel;
-    case Scope::block:
-      return block_scope_kernel;
-  }
-  throw std::invalid_argument("pipeline_single_stage: unknown scope");
-}
-
-void require(bool condition, const std::string& message) {
-  if (!condition) throw std::invalid_argument("pipeline_single_stage: " + message);
-}
-
-void require_block_size(int threads_per_block) {
-  require(
-      threads_per_block >= 32 && threads_per_block <= kMaxThreads && threads_per_block % 32 == 0,
-      "threads_per_block must be a multiple of 32 in [32, 1024], got " +
-          std::to_string(threads_per_block));
-}
-
-/// Lets `kernel` use `shared` bytes of dynamic shared memory (beyond 48 KB a kernel must opt
-/// in: 1024 threads stage 64 KB).
-void allow_shared(Kernel kernel, std::size_t shared) {
-  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
-}
-
 }  // namespace
-
-void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
-                      Scope scope, LaunchShape shape, cudaStream_t stream) {
-  require(in.size() == out.size(),
-          "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
-  require(scope == Scope::thread || scope == Scope::block, "unknown scope");
-  require_block_size(shape.threads_per_block);
-  require(shape.blocks >= 1, "blocks must be >= 1, got " + std::to_string(shape.blocks));
-  require(reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0 &&
-              reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0,
-          "16-byte copies (uint4, aligned_size_t<16>) need both arrays 16-byte aligned");
-  if (in.empty()) return;
-
-  const Kernel kernel = kernel_for(scope);
-  const std::size_t shared = shared_bytes(shape.threads_per_block);
-  allow_shared(kernel, shared);
-  kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(in.data(), out.data(),
-                                                                    in.size());
-  COURSE_CHECK_LAUNCH();
-}
-
-int max_blocks_per_sm(Scope scope, int threads_per_block) {
-  require(scope == Scope::thread || scope == Scope::block, "unknown scope");
-  require_block_size(threads_per_block);
-  const Kernel kernel = kernel_for(scope);
-  const std::size_t shared = shared_bytes(threads_per_block);
-  allow_shared(kernel, shared);  // the occupancy calculator honours the opt-in
-  int blocks = 0;
-  COURSE_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads_per_block, shared));
-  return blocks;
-}
-
 }  // namespace pipeline_single_stage

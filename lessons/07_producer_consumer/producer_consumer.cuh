@@ -1,8 +1,9 @@
 /// \file producer_consumer.cuh
 /// \brief Lesson 07: a partitioned cuda::pipeline, with producer warps and consumer warps.
 ///
-/// The API the driver (main.cu) and the tests call. The kernels live in
-/// producer_consumer.cu: the starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu) and the tests call. The student's helpers live in
+/// producer_consumer.cu (the starter in lessons/, the complete version in solutions/); the
+/// kernel and the launchers in producer_consumer_launch.cu (read-only).
 ///
 /// Lesson 06's block-scope pipeline is *unified*: every thread copies, waits, computes and
 /// releases. Here the block is *partitioned* by warps: the first `producer_warps` warps
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include "course/launch.h"
 #include "pipeline_multi_stage.cuh"
 
 namespace producer_consumer {
@@ -119,16 +121,24 @@ std::string describe(const Config& config);
 /// batch_vectors a multiple of 8 in [8, kMaxBatchVectors], a known partition.
 std::string invalid_reason(const Config& config);
 
-/// Runs the copy-and-compute workload (course/workload.h) on `stream` with `blocks` blocks
-/// of threads_per_block(config) threads: out[i] = combine(in[i], in[partner_index(i, n)])
-/// for every i, through a partitioned `config.stages`-stage block-scope cuda::pipeline.
+/// Validates the arguments, sets the kernel's shared-memory attribute and picks the kernel
+/// instantiation, then returns the launch: calling it with a stream runs the
+/// copy-and-compute workload (course/workload.h) on that stream with `blocks` blocks of
+/// threads_per_block(config) threads: out[i] = combine(in[i], in[partner_index(i, n)]) for
+/// every i, through a partitioned `config.stages`-stage block-scope cuda::pipeline.
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
 /// `in` and `out` have the same size; invalid_reason(config) is empty; blocks >= 1; both
 /// pointers are 16-byte aligned (the full batches are copied with aligned_size_t<16>).
-/// The block's shared memory (shared_bytes()) must fit the device, or the launch throws
-/// course::CudaError. An empty input launches nothing. Any number of blocks works: a
-/// block that owns no batch makes its pipeline, produces and consumes nothing, and exits.
+/// The block's shared memory (shared_bytes()) must fit the device, or the attribute call
+/// throws course::CudaError. For an empty input the launch does nothing. Any number of
+/// blocks works: a block that owns no batch makes its pipeline, produces and consumes
+/// nothing, and exits.
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, const Config& config,
+                                        int blocks);
+
+/// prepare_copy_and_compute(in, out, config, blocks), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       const Config& config, int blocks, cudaStream_t stream);
 

@@ -1,15 +1,18 @@
 // Lesson 14 tests: built twice, against the starter (label `lesson`) and against the
 // solution (label `solution`). GPU suites are named Gpu...; they skip without a GPU.
 //
-// The core is the engine-queue model, tested on the CPU with exact schedules worked out
-// by hand from the seed's pictures (4 streams, every stage one unit long). The GPU tests
-// check every element that comes back from async V1 and V2 at chunk counts that do and
-// do not divide the size, and that the two orders issue exactly the seed's sequences.
+// The engine-queue model (engine_model.cpp) is tested on the CPU with exact schedules
+// worked out by hand from the blog post's pictures (4 streams, every stage one unit long).
+// The GPU tests check every element that comes back from the exercise's issue orders
+// (sequential, async V1 and V2) at chunk counts that do and do not divide the size, and
+// that the two async orders issue exactly the blog post's sequences.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <ostream>
 #include <random>
@@ -45,7 +48,7 @@ using model::Gpu;
 using model::ScheduledOperation;
 using model::StageTimes;
 
-const StageTimes kUnit{1, 1, 1};  // the seed's schematic: every stage takes one unit
+const StageTimes kUnit{1, 1, 1};  // the blog post's schematic: every stage one unit
 
 // ---- CPU tests: chunks, input, reference ----------------------------------------------
 
@@ -64,7 +67,7 @@ TEST(OverlapChunks, EveryElementBelongsToExactlyOneChunk) {
       EXPECT_LE(largest - std::min(smallest, largest), 1u) << "sizes differ by at most one";
     }
   }
-  // The seed's size cut in 4: four equal chunks of 1M floats.
+  // The blog post's size cut in 4: four equal chunks of 1M floats.
   EXPECT_EQ(chunk_of(4194304, 4, 3).first, 3u * 1048576u);
   EXPECT_EQ(chunk_of(4194304, 4, 3).count, 1048576u);
   // A prime never divides: 1000003 = 3 * 333334 + 1.
@@ -147,6 +150,63 @@ TEST(OverlapPreconditions, EmptyJobEnqueuesNothing) {
   EXPECT_EQ(chunk_of(1, 4, 0).count, 0u);
 }
 
+TEST(OverlapPreconditions, PreparedLaunchesCheckBeforeReturning) {
+  using overlap_transfers::prepare_copies_only;
+  using overlap_transfers::prepare_stage;
+  using overlap_transfers::prepare_transfer_and_compute;
+  const StreamSet no_streams;
+  Job bad = fake_job(1000);
+  bad.rounds = -1;
+  for (Order order : {Order::sequential, Order::per_chunk, Order::by_operation}) {
+    EXPECT_THROW(prepare_transfer_and_compute(order, bad, 1, no_streams), std::invalid_argument);
+  }
+  EXPECT_THROW(prepare_transfer_and_compute(Order::per_chunk, fake_job(1000), 1, no_streams),
+               std::invalid_argument);
+  for (Stage stage : {Stage::h2d, Stage::kernel, Stage::d2h}) {
+    EXPECT_THROW(prepare_stage(stage, bad, 4), std::invalid_argument);
+    EXPECT_THROW(prepare_stage(stage, fake_job(1000), 0), std::invalid_argument);
+  }
+  EXPECT_THROW(prepare_copies_only(bad, nullptr, no_streams), std::invalid_argument);
+  EXPECT_THROW(prepare_copies_only(fake_job(1000), nullptr, no_streams), std::invalid_argument);
+  // An empty job's launches enqueue nothing: they run without a device.
+  EXPECT_NO_THROW(prepare_transfer_and_compute(Order::sequential, Job{}, 1, no_streams)(0));
+  EXPECT_NO_THROW(prepare_stage(Stage::kernel, Job{}, 3)(0));
+}
+
+TEST(OverlapDriverHelpers, TimelinePathAndMaxError) {
+  EXPECT_EQ(overlap_transfers::timeline_csv_path("dir/14.csv"), "dir/14_timeline.csv");
+  EXPECT_EQ(overlap_transfers::timeline_csv_path("out"), "out_timeline.csv");
+  const std::vector<float> expected = {1.0f, 2.0f, 3.0f};
+  const std::vector<float> actual = {1.0f, 2.5f, 2.0f};
+  EXPECT_DOUBLE_EQ(overlap_transfers::max_abs_error(expected, actual), 1.0);
+  EXPECT_DOUBLE_EQ(overlap_transfers::max_abs_error(expected, expected), 0.0);
+  EXPECT_THROW(
+      overlap_transfers::max_abs_error(expected, cuda::std::span<const float>(actual).first(2)),
+      std::invalid_argument);
+}
+
+TEST(OverlapDriverHelpers, TimelineCsvHasOneRowPerOperation) {
+  overlap_transfers::TimelineRun run;
+  run.order = Order::per_chunk;
+  run.measured = {{0, Stage::h2d, 0.0, 0.0, 1.0}, {0, Stage::kernel, 1.0, 1.0, 2.5}};
+  run.model = model::simulate(model::issue_order(Order::per_chunk, 1, kUnit), model::tesla_k20());
+  const std::string path = ::testing::TempDir() + "14_overlap_test_timeline.csv";
+  overlap_transfers::write_timeline_csv(path, "Test, GPU", 1, {run});
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1u + 2u + 3u);
+  EXPECT_EQ(lines[0], "lesson,gpu,source,order,chunks,chunk,stage,ready_ms,start_ms,end_ms");
+  EXPECT_EQ(lines[2],
+            "14_overlap_transfers,\"Test, GPU\",measured,async-v1,1,0,kernel,1.000000,1.000000,"
+            "2.500000");
+  EXPECT_EQ(lines[5],
+            "14_overlap_transfers,\"Test, GPU\",model,async-v1,1,0,D2H,2.000000,2.000000,3.000000");
+  std::remove(path.c_str());
+  EXPECT_THROW(overlap_transfers::write_timeline_csv("/nonexistent-directory/t.csv", "x", 1, {run}),
+               std::runtime_error);
+}
+
 // ---- CPU tests: the issue orders ------------------------------------------------------
 
 std::vector<std::pair<int, Stage>> sequence(const std::vector<model::Operation>& ops) {
@@ -155,7 +215,7 @@ std::vector<std::pair<int, Stage>> sequence(const std::vector<model::Operation>&
   return out;
 }
 
-TEST(OverlapModelOrder, TheSeedsTwoOrders) {
+TEST(OverlapModelOrder, TheBlogPostsTwoOrders) {
   using P = std::pair<int, Stage>;
   const auto v1 = model::issue_order(Order::per_chunk, 2, kUnit);
   EXPECT_EQ(sequence(v1), (std::vector<P>{{0, Stage::h2d},
@@ -181,7 +241,7 @@ TEST(OverlapModelOrder, TheSeedsTwoOrders) {
   EXPECT_THROW(model::issue_order(Order::per_chunk, 0, kUnit), std::invalid_argument);
 }
 
-// ---- CPU tests: the seed's schematics, exactly ------------------------------------------
+// ---- CPU tests: the blog post's schematics, exactly ---------------------------------
 
 std::vector<ScheduledOperation> schedule(const Gpu& gpu, Order order, int chunks = 4,
                                          StageTimes t = kUnit) {
@@ -196,13 +256,13 @@ const ScheduledOperation& find(const std::vector<ScheduledOperation>& s, int chu
   throw std::logic_error("no such operation");
 }
 
-TEST(OverlapModelSeed, SequentialTakesTwelveUnitsEverywhere) {
+TEST(OverlapModelSchematic, SequentialTakesTwelveUnitsEverywhere) {
   for (const Gpu& gpu : {model::tesla_c1060(), model::tesla_c2050(), model::tesla_k20()}) {
     EXPECT_DOUBLE_EQ(model::predict(gpu, Order::sequential, 4, kUnit), 12) << gpu.name;
   }
 }
 
-TEST(OverlapModelSeed, C1060OneCopyEngineV1GainsNothing) {
+TEST(OverlapModelSchematic, C1060OneCopyEngineV1GainsNothing) {
   // One copy engine, one queue for it: H0 D0 H1 D1 ... D0 waits for K0, and H1 waits
   // behind D0, so chunk 1 cannot start before chunk 0 is back. Fully serial: 12 units.
   const auto s = schedule(model::tesla_c1060(), Order::per_chunk);
@@ -215,7 +275,7 @@ TEST(OverlapModelSeed, C1060OneCopyEngineV1GainsNothing) {
   }
 }
 
-TEST(OverlapModelSeed, C1060V2TakesEightTwelfths) {
+TEST(OverlapModelSchematic, C1060V2TakesEightTwelfths) {
   // Copy queue H0 H1 H2 H3 D0 D1 D2 D3: the copies in come back to back (0-4), each
   // kernel follows its copy (1-5), the copies out wait for the engine: 4, 5, 6, 7-8.
   const auto s = schedule(model::tesla_c1060(), Order::by_operation);
@@ -229,7 +289,7 @@ TEST(OverlapModelSeed, C1060V2TakesEightTwelfths) {
   EXPECT_DOUBLE_EQ(find(s, 0, Stage::d2h).ready, 2) << "ready at 2, its engine is busy until 4";
 }
 
-TEST(OverlapModelSeed, C2050V1TakesHalf) {
+TEST(OverlapModelSchematic, C2050V1TakesHalf) {
   // Two copy engines: a copy out no longer blocks the next copy in. A perfect pipeline.
   const auto s = schedule(model::tesla_c2050(), Order::per_chunk);
   EXPECT_DOUBLE_EQ(model::makespan(s), 6);
@@ -241,7 +301,7 @@ TEST(OverlapModelSeed, C2050V1TakesHalf) {
   }
 }
 
-TEST(OverlapModelSeed, C2050V2TakesNineTwelfthsBecauseKernelsSignalTogether) {
+TEST(OverlapModelSchematic, C2050V2TakesNineTwelfthsBecauseKernelsSignalTogether) {
   // The four kernels are issued back to back: Fermi signals their completion only when
   // the last one (K3, 4-5) ends, so no copy out starts before 5: 5, 6, 7, 8-9.
   const auto s = schedule(model::tesla_c2050(), Order::by_operation);
@@ -259,14 +319,14 @@ TEST(OverlapModelSeed, C2050V2TakesNineTwelfthsBecauseKernelsSignalTogether) {
   EXPECT_DOUBLE_EQ(model::predict(without, Order::by_operation, 4, kUnit), 6);
 }
 
-TEST(OverlapModelSeed, K20HyperQMakesBothOrdersTakeHalf) {
+TEST(OverlapModelSchematic, K20HyperQMakesBothOrdersTakeHalf) {
   EXPECT_DOUBLE_EQ(model::predict(model::tesla_k20(), Order::per_chunk, 4, kUnit), 6);
   EXPECT_DOUBLE_EQ(model::predict(model::tesla_k20(), Order::by_operation, 4, kUnit), 6);
   EXPECT_DOUBLE_EQ(model::predict(model::tesla_k20(), Order::by_operation, 4, kUnit) / 12, 0.5);
 }
 
-TEST(OverlapModelSeed, TheSeedsTable) {
-  // Sequential 12 units; V1 and V2 as fractions of it, as in the seed's measurements:
+TEST(OverlapModelSchematic, TheBlogPostsTable) {
+  // Sequential 12 units; V1 and V2 as fractions of it, as in the blog post's measurements:
   // C1060 13.6 / 12.9 and 8.8 / 12.9; C2050 5.7 / 10.0 and 7.6 / 10.0; K20 4.0 / 7.1 twice.
   struct Row {
     Gpu gpu;
@@ -533,7 +593,7 @@ TEST_F(GpuOverlap, AnyBlockSizeCoversEveryElement) {
   }
 }
 
-TEST_F(GpuOverlap, TheTimelineRecordsTheSeedsIssueOrders) {
+TEST_F(GpuOverlap, TheTimelineRecordsTheBlogPostsIssueOrders) {
   const StreamSet streams(7);
   const course::Stream origin;
   for (Order order : {Order::per_chunk, Order::by_operation}) {
@@ -569,6 +629,47 @@ TEST_F(GpuOverlap, TheTimelineRecordsTheSeedsIssueOrders) {
       }
     }
   }
+}
+
+TEST_F(GpuOverlap, StageLaunchesCoverEveryElement) {
+  // The driver's stage timing: every chunk of one stage back to back on one stream.
+  const course::Stream origin;
+  for (std::size_t n : kAwkwardSizes) {
+    Buffers b(n);
+    for (Stage stage : {Stage::h2d, Stage::kernel, Stage::d2h}) {
+      overlap_transfers::prepare_stage(stage, b.job(), 7)(origin);
+    }
+    COURSE_CHECK(cudaStreamSynchronize(origin));
+    const course::Comparison c = b.compare();
+    ASSERT_TRUE(c.ok()) << "n=" << n << ": " << c.summary();
+  }
+}
+
+TEST_F(GpuOverlap, CopiesOnlyMovesBothWholeArrays) {
+  const std::size_t n = 1000003;
+  Buffers b(n);
+  course::DeviceBuffer<float> scratch(n);
+  COURSE_CHECK(cudaMemset(scratch.data(), 0, scratch.bytes()));
+  COURSE_CHECK(cudaDeviceSynchronize());
+  const StreamSet streams(2);
+  const course::Stream origin;
+  overlap_transfers::prepare_copies_only(b.job(), scratch.data(), streams)(origin);
+  COURSE_CHECK(cudaStreamSynchronize(origin));  // the join makes the caller's stream wait
+  const std::vector<float> on_device =
+      course::to_host(cuda::std::span<const float>(b.device.data(), n));
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(on_device[i], b.in[i]) << "host -> device at " << i;
+    ASSERT_EQ(b.out[i], 0.0f) << "device -> host at " << i;
+  }
+}
+
+TEST_F(GpuOverlap, ModelOfThisDevice) {
+  const model::Gpu gpu = overlap_transfers::model_of_device(0, "this GPU");
+  EXPECT_EQ(gpu.name, "this GPU");
+  EXPECT_GE(gpu.copy_engines, 1);
+  EXPECT_GE(gpu.connections, 1);
+  EXPECT_LE(gpu.connections, 32);
+  EXPECT_FALSE(gpu.delayed_kernel_signal);
 }
 
 TEST_F(GpuOverlap, RejectsPageableHostMemory) {

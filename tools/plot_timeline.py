@@ -2,9 +2,11 @@
 """Lesson 14's timeline picture: an SVG Gantt chart of one async-v1 and one async-v2 run.
 
     tools/plot_timeline.py 14_overlap_transfers_timeline.csv [-o OUT.svg] [--rows engine|stream]
+    tools/plot_timeline.py --self-test
 
-Reads the timeline CSV that `14_overlap_transfers --csv FILE` writes next to FILE
-(FILE_timeline.csv) and draws, for each order, the measured run above the engine-queue
+Reads the timeline CSV that `14_overlap_transfers --csv FILE.csv` writes beside FILE.csv
+(FILE_timeline.csv: lesson, gpu, source, order, chunks, chunk, stage, ready_ms, start_ms,
+end_ms) and draws, for each order, the measured run above the engine-queue
 model's schedule of it (fed with the stage times measured in the same run), on one time
 axis. Plain Python, no plotting library: the output is a small hand-written SVG.
 
@@ -18,6 +20,9 @@ is inferred, because the event recorded before an operation fires when the strea
 reaches it, not when its engine takes it. The driver infers the start as the later of
 that event and the end of the previous operation of the same stage (one engine per stage,
 one operation at a time: the model's own assumption).
+
+--self-test draws a small synthetic timeline in a temporary folder, both ways, and checks
+the parsing and the pictures; it writes nothing else.
 """
 import argparse
 import csv
@@ -25,6 +30,7 @@ import html
 import math
 import pathlib
 import sys
+import tempfile
 
 STAGES = ["H2D", "kernel", "D2H"]
 STAGE_LABEL = {"H2D": "host -> device", "kernel": "kernels", "D2H": "device -> host"}
@@ -148,13 +154,55 @@ def draw(rows, mode):
     return "\n".join(out) + "\n"
 
 
+def self_test():
+    header = "lesson,gpu,source,order,chunks,chunk,stage,ready_ms,start_ms,end_ms"
+    # Synthetic values, only to exercise the parser and the drawing; never committed.
+    lines = [header]
+    for order in ("async-v1", "async-v2"):
+        for source in ("measured", "model"):
+            for chunk in range(2):
+                for k, stage in enumerate(STAGES):
+                    start = chunk + k
+                    lines.append(f"14,Test GPU,{source},{order},2,{chunk},{stage},"
+                                 f"{start - 0.5 * chunk:.6f},{start:.6f},{start + 1:.6f}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "14_overlap_transfers_timeline.csv"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        rows = read_rows(path)
+        panels = panels_of(rows)
+        checks = [
+            (len(rows), 24),
+            ([(order, source) for order, source, _ in panels],
+             [("async-v1", "measured"), ("async-v1", "model"), ("async-v2", "measured"),
+              ("async-v2", "model")]),
+            (max(r["end_ms"] for r in rows), 4.0),
+        ]
+        for mode in ("engine", "stream"):
+            svg = draw(rows, mode)
+            bars = svg.count("<title>")
+            checks.append((svg.startswith("<svg") and svg.rstrip().endswith("</svg>"), True))
+            checks.append((bars, 24))
+        for actual, expected in checks:
+            if actual != expected:
+                print(f"self-test FAILED: {actual!r} != {expected!r}")
+                return 1
+    print("self-test passed")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", help="the FILE_timeline.csv of 14_overlap_transfers --csv FILE")
+    parser.add_argument("csv", nargs="?",
+                        help="the FILE_timeline.csv of 14_overlap_transfers --csv FILE.csv")
     parser.add_argument("-o", "--output", help="SVG to write (default: 14_overlap_timeline.svg "
                         "next to the CSV)")
     parser.add_argument("--rows", choices=["engine", "stream"], default="engine")
+    parser.add_argument("--self-test", action="store_true", help="check this script and exit")
     args = parser.parse_args()
+    if args.self_test:
+        return self_test()
+    if not args.csv:
+        parser.error("give the timeline CSV (or --self-test)")
     path = pathlib.Path(args.csv)
     output = pathlib.Path(args.output) if args.output else path.with_name("14_overlap_timeline.svg")
     output.write_text(draw(read_rows(path), args.rows))

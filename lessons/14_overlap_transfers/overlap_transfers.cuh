@@ -1,57 +1,36 @@
 /// \file overlap_transfers.cuh
-/// \brief Lesson 14: overlapping host<->device transfers with kernels, and the
-/// engine-queue model that explains when they overlap.
+/// \brief Lesson 14: overlapping host<->device transfers with kernels.
 ///
-/// The API the driver (main.cu) and the tests call. Everything lives in
-/// overlap_transfers.cu: the starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu) and the tests call. An array of floats goes host ->
+/// device, through a kernel, and back to the host, either in one piece (`sequential`) or
+/// cut into chunks, one stream per chunk, issued in one of the two orders of Mark Harris's
+/// "How to Overlap Data Transfers in CUDA C/C++" (`per_chunk` = async V1, `by_operation` =
+/// async V2). A Timeline records an event before and after every operation, for the
+/// timeline picture.
 ///
-/// Two halves:
-/// - **On the GPU**: an array of floats goes host -> device, through a kernel, and back
-///   to the host, either in one piece (`sequential`) or cut into chunks, one stream per
-///   chunk, issued in one of the seed's two orders (`per_chunk` = async V1,
-///   `by_operation` = async V2). A Timeline records an event before and after every
-///   operation, for the timeline picture.
-/// - **On the CPU** (namespace `model`): the seed's engine queues. A GPU has copy engines
-///   and a kernel engine; the host's operations wait in hardware queues; an operation
-///   starts when its stream predecessor has signalled completion and its engine is free.
-///   The model reproduces the seed's schematics of the Tesla C1060, C2050 and K20, and,
-///   fed with stage times measured in the same run, predicts the GPU it runs on.
+/// Where things live: the issue orders and the kernel in overlap_transfers.cu (the
+/// exercise: the starter in lessons/, the complete version in solutions/); the launchers,
+/// streams, timeline and reference in overlap_transfers_launch.cu; the engine-queue model
+/// (Stage, Order and namespace `model`) in engine_model.h / engine_model.cpp.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <cuda/std/span>
 
 #include "course/data.h"
+#include "course/launch.h"
+#include "engine_model.h"
 
 namespace overlap_transfers {
 
 // ---- The work ------------------------------------------------------------------------
-
-/// The three operations each chunk goes through, in stream order.
-enum class Stage {
-  h2d,     ///< cudaMemcpyAsync host -> device
-  kernel,  ///< the trig kernel, in place on the device
-  d2h,     ///< cudaMemcpyAsync device -> host
-};
-
-/// "H2D", "kernel" or "D2H".
-const char* stage_name(Stage stage);
-
-/// How the host issues the operations of a run.
-enum class Order {
-  sequential,    ///< the whole array: one copy in, one kernel, one copy out, on one stream
-  per_chunk,     ///< async V1: for each chunk, its H2D, kernel and D2H, on the chunk's stream
-  by_operation,  ///< async V2: every chunk's H2D, then every kernel, then every D2H
-};
-
-/// "sequential", "async-v1" or "async-v2" (the names of the driver's variants).
-const char* order_name(Order order);
 
 /// One contiguous part of the array: elements [first, first + count).
 struct Chunk {
@@ -71,8 +50,8 @@ Chunk chunk_of(std::size_t n, int chunks, int index);
 float input_value(std::size_t i, std::uint32_t seed);
 
 /// The CPU reference of the kernel: out[i] = in[i] + rounds. Each round of the kernel adds
-/// sqrt(sin^2 x + cos^2 x), which is exactly 1 in exact arithmetic (the seed's kernel and
-/// its "max error" check rest on the same identity). Throws std::invalid_argument when the
+/// sqrt(sin^2 x + cos^2 x), which is exactly 1 in exact arithmetic (the blog post's kernel
+/// and its "max error" check rest on the same identity). Throws std::invalid_argument when the
 /// sizes differ or rounds < 0.
 void reference(cuda::std::span<const float> in, cuda::std::span<float> out, int rounds);
 
@@ -89,10 +68,10 @@ struct Job {
   float* host_out = nullptr;       ///< n floats, pinned: where the results come back
   std::size_t n = 0;
   int rounds = 1;               ///< trig rounds per element: the kernel's share of the work
-  int threads_per_block = 256;  ///< the seed's block size
+  int threads_per_block = 256;  ///< the blog post's block size
 };
 
-/// Blocks of the kernel for `count` elements: one thread per element, as in the seed.
+/// Blocks of the kernel for `count` elements: one thread per element, as in the blog post.
 unsigned blocks_for(std::size_t count, int threads_per_block);
 
 /// The most blocks of `threads_per_block` threads one SM holds at once for the kernel
@@ -185,123 +164,80 @@ void infer_engine_starts(std::vector<TimedOperation>& operations);
 
 /// Enqueues one operation: `stage` of chunk `chunk` of `chunks` (chunk_of) on `stream`,
 /// between two timeline events when `timeline` is not null. An empty chunk enqueues
-/// nothing. The building block of every order.
+/// nothing. The building block of every order. Checks the job and the chunk first
+/// (std::invalid_argument, as transfer_and_compute).
 void issue_operation(Stage stage, const Job& job, int chunk, int chunks, cudaStream_t stream,
                      Timeline* timeline = nullptr);
 
-/// Runs the job in `order`: host_out[i] = host_in[i] after `rounds` trig rounds, for every i.
+/// Prepares a run of the job in `order`: host_out[i] = host_in[i] after `rounds` trig
+/// rounds, for every i. Calling the returned launch with a stream `origin` only enqueues.
 ///
 /// `sequential` enqueues its three operations on `origin`. The two async orders cut the
 /// array into `chunks` chunks (chunk_of), chunk c on `streams[c]`: the streams are forked
 /// from `origin` first and joined back into it last, so when `origin` has finished, every
 /// chunk has. Nothing waits on the host: synchronise `origin` before reading host_out.
-/// With a `timeline`, every operation is recorded.
+/// With a `timeline`, every operation is recorded (call such a launch once). The launch
+/// keeps references to `streams` and `timeline`: they must outlive it.
 ///
-/// Preconditions, checked before any CUDA call (std::invalid_argument otherwise): the
-/// job's pointers are non-null when n > 0; rounds >= 0; 32 <= threads_per_block <= 1024
-/// and a multiple of 32; for the async orders 1 <= chunks <= streams.size(). Then, for
-/// n > 0, both host arrays must be pinned (checked with cudaPointerGetAttributes).
+/// Preconditions, checked here, before any CUDA call (std::invalid_argument otherwise):
+/// the job's pointers are non-null when n > 0; rounds >= 0; 32 <= threads_per_block <=
+/// 1024 and a multiple of 32; for the async orders 1 <= chunks <= streams.size(). Then,
+/// for n > 0, both host arrays must be pinned (checked with cudaPointerGetAttributes).
 /// An empty job enqueues nothing.
+course::Launch prepare_transfer_and_compute(Order order, const Job& job, int chunks,
+                                            const StreamSet& streams, Timeline* timeline = nullptr);
+
+/// prepare_transfer_and_compute(order, job, chunks, streams, timeline)(origin).
 void transfer_and_compute(Order order, const Job& job, int chunks, const StreamSet& streams,
                           cudaStream_t origin, Timeline* timeline = nullptr);
 
-// ---- The engine-queue model (CPU only) -------------------------------------------------
+/// Prepares `stage` of every one of `chunks` chunks, back to back on the launch's stream:
+/// what one chunk's operation costs its engine inside a running pipeline is the time of
+/// this launch / chunks (the model's stage times). Same checks as
+/// prepare_transfer_and_compute; the host arrays must be pinned for the copies.
+course::Launch prepare_stage(Stage stage, const Job& job, int chunks);
 
-namespace model {
+/// Prepares the in-run reference: the two copies of the whole array alone, at the same
+/// time, on streams[0] (host_in -> device) and streams[1] (`device_scratch` -> host_out),
+/// forked from and joined into the launch's stream. No order of the work can beat moving
+/// its bytes. Needs two streams and `device_scratch` of job.n floats.
+course::Launch prepare_copies_only(const Job& job, const float* device_scratch,
+                                   const StreamSet& streams);
 
-/// The engines of the model. With one copy engine every copy runs on copy0.
-enum class Engine {
-  copy0,    ///< the (first) copy engine: host -> device, and device -> host when it is the only one
-  copy1,    ///< the second copy engine: device -> host
-  compute,  ///< the kernel engine
+// ---- The driver's helpers ---------------------------------------------------------------
+
+/// What the engine-queue model needs to know about device `ordinal` (named `name`): its copy
+/// engines (cudaDevAttrAsyncEngineCount) and the hardware queues CUDA opens for this process
+/// (CUDA_DEVICE_MAX_CONNECTIONS, 8 when unset, at most 32). Throws course::NoDevice for a
+/// GPU without a copy engine: its copies cannot overlap kernels.
+model::Gpu model_of_device(int ordinal, const std::string& name);
+
+/// The rounds that make the kernel take `percent` % of one host -> device copy of the whole
+/// array: `time_ms` (the driver's timing of a prepared launch) times the copy and the
+/// kernel at 8 and 64 rounds; a straight line through the two gives the rounds, clamped to
+/// [1, max_rounds]. The blog post chose its kernel the same way: stages of about equal length.
+int balanced_rounds(Job job, int percent, int max_rounds,
+                    const std::function<double(const course::Launch&)>& time_ms);
+
+/// The largest |actual[i] - expected[i]|: the blog post's "max error" check.
+double max_abs_error(cuda::std::span<const float> expected, cuda::std::span<const float> actual);
+
+// ---- The timeline CSV ------------------------------------------------------------------
+
+/// One timeline run: what the events recorded, and the model's schedule of the same order.
+struct TimelineRun {
+  Order order = Order::per_chunk;
+  std::vector<TimedOperation> measured;
+  std::vector<model::ScheduledOperation> model;
 };
 
-/// Engines in the model.
-inline constexpr int kEngines = 3;
+/// "dir/14_x.csv" -> "dir/14_x_timeline.csv" (a name without ".csv" gets "_timeline.csv").
+std::string timeline_csv_path(const std::string& main_csv);
 
-/// "copy engine 0", "copy engine 1" or "kernel engine".
-const char* engine_name(Engine engine);
+/// Writes the timeline CSV that tools/plot_timeline.py reads: one row per operation,
+/// columns lesson, gpu, source (measured or model), order, chunks, chunk, stage, ready_ms,
+/// start_ms, end_ms. Throws std::runtime_error when the file cannot be written.
+void write_timeline_csv(const std::string& path, const std::string& gpu, int chunks,
+                        const std::vector<TimelineRun>& runs);
 
-/// One operation as the host issues it.
-struct Operation {
-  int chunk = 0;
-  int stream = 0;  ///< operations of one stream run in issue order, each after the last
-  Stage stage = Stage::h2d;
-  double duration = 0;  ///< how long it runs once started (any unit: the schedule uses the same)
-};
-
-/// An operation with its place in the schedule.
-struct ScheduledOperation {
-  Operation op;
-  Engine engine = Engine::copy0;
-  double ready = 0;  ///< when its stream predecessor's completion was signalled (0: none)
-  double start = 0;
-  double end = 0;
-};
-
-/// What the model knows about a GPU.
-struct Gpu {
-  std::string name;
-  /// 1: both directions share one copy engine (C1060). 2 or more: host -> device and
-  /// device -> host have an engine each (C2050 and later; a third engine, as on Hopper,
-  /// serves other directions, so it changes nothing here).
-  int copy_engines = 2;
-  /// 0: no Hyper-Q. The host's operations wait in one queue per engine, in issue order,
-  /// so an operation that waits for its stream blocks every later one on that engine
-  /// (a "false dependency"). N > 0: Hyper-Q; stream s uses hardware queue s % N, so
-  /// streams only block each other when they share a queue. CUDA opens 8 by default
-  /// (CUDA_DEVICE_MAX_CONNECTIONS, at most 32).
-  int connections = 0;
-  /// Fermi (C2050): when kernels of different streams are issued back to back, the
-  /// scheduler runs them as one concurrent batch and signals their completion only when
-  /// the last of them has finished, so nothing that waits for one of them can start
-  /// before all of them are done.
-  bool delayed_kernel_signal = false;
-};
-
-/// The seed's Tesla C1060 (compute capability 1.3): one copy engine, one kernel engine.
-Gpu tesla_c1060();
-/// The seed's Tesla C2050 (2.0): two copy engines, delayed completion of back-to-back kernels.
-Gpu tesla_c2050();
-/// The seed's Tesla K20 (3.5): two copy engines and Hyper-Q with CUDA's default 8 connections.
-Gpu tesla_k20();
-/// A current GPU: `async_engine_count` copy engines (cudaDeviceProp::asyncEngineCount),
-/// Hyper-Q with `connections` hardware queues. Throws std::invalid_argument for a count < 1.
-Gpu current_gpu(const std::string& name, int async_engine_count, int connections);
-
-/// How long each operation of one chunk takes when it runs alone.
-struct StageTimes {
-  double h2d = 0;
-  double kernel = 0;
-  double d2h = 0;
-};
-
-/// The operations of a run in the order the host issues them. For `sequential`: three
-/// operations of the whole array on stream 0 (each `chunks` x the chunk's time). For the
-/// async orders: chunk c on stream c, in the order of transfer_and_compute.
-/// Throws std::invalid_argument for chunks < 1.
-std::vector<Operation> issue_order(Order order, int chunks, StageTimes chunk);
-
-/// Schedules `issued` on `gpu`. Every engine runs one operation at a time. An operation
-/// waits in its hardware queue (one per engine, or one per connection with Hyper-Q);
-/// only the oldest operation of a queue may start, and it starts as soon as its engine
-/// is free and its stream predecessor has signalled completion. Returns the operations
-/// in issue order with their engine, ready, start and end times.
-/// Throws std::invalid_argument for a negative duration or stream, or a GPU with fewer
-/// than one copy engine or negative connections.
-std::vector<ScheduledOperation> simulate(const std::vector<Operation>& issued, const Gpu& gpu);
-
-/// When the last operation of a schedule ends (0 for an empty one).
-double makespan(const std::vector<ScheduledOperation>& schedule);
-
-/// makespan(simulate(issue_order(order, chunks, chunk), gpu)).
-double predict(const Gpu& gpu, Order order, int chunks, StageTimes chunk);
-
-/// The lower bound of any order on engines that run one operation at a time: `chunks`
-/// identical chunks through three engines in a row take h2d + kernel + d2h +
-/// (chunks - 1) x max(h2d, kernel, d2h) at best (the slowest engine is busy from its
-/// first operation to its last). Throws std::invalid_argument for chunks < 1.
-double pipeline_bound(int chunks, StageTimes chunk);
-
-}  // namespace model
 }  // namespace overlap_transfers

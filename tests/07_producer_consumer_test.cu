@@ -156,6 +156,16 @@ TEST(ProducerConsumerShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
     }
     // 16-byte copies need 16-byte aligned arrays.
     EXPECT_THROW(copy_and_compute(src.subspan(1), dst.subspan(1), ok, 1, 0), std::invalid_argument);
+    // The prepared launch checks the same, when it is prepared (before any timing).
+    using producer_consumer::prepare_copy_and_compute;
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst.first(999), ok, 1), std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, ok, 0), std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, Config{p, 9, 1, 8, 1024}, 1),
+                 std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, Config{p, 4, 1, 8, 100}, 1),
+                 std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src.subspan(1), dst.subspan(1), ok, 1),
+                 std::invalid_argument);
   }
 }
 
@@ -163,6 +173,9 @@ TEST(ProducerConsumerShape, EmptyInputLaunchesNothing) {
   // No device needed: nothing is launched for an empty input.
   EXPECT_NO_THROW(copy_and_compute({}, {}, Config{}, 1, 0));
   EXPECT_NO_THROW(copy_and_compute({}, {}, Config{Partition::producer_count, 8, 2, 2, 8}, 5, 0));
+  const course::Launch nothing = producer_consumer::prepare_copy_and_compute({}, {}, Config{}, 3);
+  ASSERT_TRUE(static_cast<bool>(nothing));
+  EXPECT_NO_THROW(nothing(0));
 }
 
 // ---- CPU tests: what the compiler emitted -----------------------------------------------

@@ -201,7 +201,31 @@ TEST(AlignmentPreconditions, EmptyInputLaunchesNothing) {
   // No device needed: nothing is launched for an empty input.
   for (Method m : all_methods()) {
     EXPECT_NO_THROW(staged_copy(m, {}, {}, kMatchSource, {1, 256}, 0)) << alignment::info(m).name;
+    const course::Launch launch = alignment::prepare_staged_copy(m, {}, {}, kMatchSource, {1, 256});
+    ASSERT_TRUE(launch) << alignment::info(m).name;
+    EXPECT_NO_THROW(launch(0)) << alignment::info(m).name;
   }
+}
+
+TEST(AlignmentPreconditions, PrepareChecksBeforeItReturnsALaunch) {
+  // The prepared launch is what the driver times: every check happens before it exists.
+  const auto* in = reinterpret_cast<const std::uint8_t*>(std::uintptr_t{1} << 20);
+  auto* out = reinterpret_cast<std::uint8_t*>(std::uintptr_t{2} << 20);
+  const cuda::std::span<const std::uint8_t> src(in, 1024);
+  const cuda::std::span<std::uint8_t> dst(out, 1024);
+  for (Method m : all_methods()) {
+    EXPECT_THROW((void)alignment::prepare_staged_copy(m, src, dst.first(1008), 0, {1, 256}),
+                 std::invalid_argument)
+        << alignment::info(m).name;
+    EXPECT_THROW((void)alignment::prepare_staged_copy(m, src, dst, 0, {1, 100}),
+                 std::invalid_argument)
+        << alignment::info(m).name;
+    EXPECT_THROW((void)alignment::prepare_staged_copy(m, src, dst, 128, {1, 256}),
+                 std::invalid_argument)
+        << alignment::info(m).name;
+  }
+  EXPECT_THROW((void)alignment::prepare_staged_copy(static_cast<Method>(99), src, dst, 0, {1, 256}),
+               std::invalid_argument);
 }
 
 // ---- CPU tests: reading what was emitted -------------------------------------------------

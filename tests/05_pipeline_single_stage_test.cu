@@ -142,7 +142,33 @@ TEST(PipelineSingleStageShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
 
 TEST(PipelineSingleStageShape, EmptyInputLaunchesNothing) {
   // No device needed: nothing is launched for an empty input.
-  for (Scope scope : kScopes) EXPECT_NO_THROW(copy_and_compute({}, {}, scope, {1, 256}, 0));
+  for (Scope scope : kScopes) {
+    EXPECT_NO_THROW(copy_and_compute({}, {}, scope, {1, 256}, 0));
+    const course::Launch launch =
+        pipeline_single_stage::prepare_copy_and_compute({}, {}, scope, {1, 256});
+    ASSERT_TRUE(launch);
+    EXPECT_NO_THROW(launch(0));
+  }
+}
+
+TEST(PipelineSingleStageShape, PrepareChecksBeforeItReturnsALaunch) {
+  // The prepared launch is what the driver times: every check happens before it exists.
+  const auto* in = reinterpret_cast<const std::uint32_t*>(std::uintptr_t{1} << 20);
+  auto* out = reinterpret_cast<std::uint32_t*>(std::uintptr_t{2} << 20);
+  const cuda::std::span<const std::uint32_t> src(in, 1000);
+  const cuda::std::span<std::uint32_t> dst(out, 1000);
+  using pipeline_single_stage::prepare_copy_and_compute;
+  for (Scope scope : kScopes) {
+    SCOPED_TRACE(pipeline_single_stage::name(scope));
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst.first(999), scope, {1, 256}),
+                 std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, scope, {0, 256}), std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src, dst, scope, {1, 2048}), std::invalid_argument);
+    EXPECT_THROW((void)prepare_copy_and_compute(src.subspan(1), dst.subspan(1), scope, {1, 256}),
+                 std::invalid_argument);
+  }
+  EXPECT_THROW((void)prepare_copy_and_compute(src, dst, static_cast<Scope>(7), {1, 256}),
+               std::invalid_argument);
 }
 
 // ---- CPU tests: what the compiler emitted -----------------------------------------------

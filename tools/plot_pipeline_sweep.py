@@ -5,11 +5,18 @@
     tools/plot_pipeline_sweep.py --self-test
 
 `06_pipeline_multi_stage --csv FILE` writes its sweeps to FILE with `_sweep` before
-`.csv` (e.g. 06_pipeline_multi_stage_sweep.csv). The picture has two panels, both at one
-block per SM, both as a fraction of the device-to-device cudaMemcpy timed in the same run:
-the stage count (2-8, 16 KB batches) and the batch size (4-32 KB). Dashed lines mark the
-copy roof and lesson 01's register-staged kernel at the same occupancy. The PNG goes next
-to the CSV (same name, .png) unless -o says otherwise.
+`.csv` (e.g. 06_pipeline_multi_stage_sweep.csv), in the harness's sweep format:
+
+    lesson,gpu,sweep,<parameters>,variant,median_ms,rate,unit,of_reference,of_roof,vs_baseline,check
+
+with the parameters interface, stages, vectors_per_thread, batch_bytes, threads_per_block
+and blocks, and the yardsticks as rows whose sweep is "reference" (the D2D cudaMemcpy and
+the SM copy roof). The picture has two panels, both at one block per SM: the stage count
+(2-8, 16 KB batches) and the batch size (4-32 KB). Every point is a fraction of the SM copy
+roof timed in the same run (of the D2D copy when the CSV has no roof); horizontal lines
+mark the D2D copy and lesson 01's register-staged kernel at one block per SM (the
+baseline, recovered as of_roof / vs_baseline). The PNG goes next to the CSV (same name,
+.png) unless -o says otherwise.
 
 --self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
 that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
@@ -20,16 +27,27 @@ import pathlib
 import sys
 import tempfile
 
-REQUIRED = ["gpu", "sweep", "interface", "stages", "batch_bytes", "of_d2d", "check"]
+REQUIRED = ["gpu", "sweep", "interface", "stages", "batch_bytes", "variant", "of_reference",
+            "of_roof", "vs_baseline", "check"]
 INTERFACES = ["pipeline", "primitives"]
 MARKERS = {"pipeline": "o", "primitives": "s"}
+D2D = "D2D cudaMemcpy"
+ROOF = "SM copy roof"
+
+
+def number(text):
+    """A ratio column's value, or None when it is empty."""
+    return float(text) if text not in (None, "") else None
 
 
 def read_sweep(path):
-    """The sweep CSV as {"gpu", "references": {name: of_d2d}, "stages": {...}, "granularity": {...}}.
+    """The sweep CSV as a dict:
 
-    "stages" maps interface -> sorted [(stages, of_d2d, check)], "granularity" maps
-    interface -> sorted [(batch KB, of_d2d, check)] and records its stage count.
+    "gpu"; "yardstick" (the column the points are in: "of_roof", or "of_reference" when the
+    run had no SM copy roof) and its name; "lines" {name: value in that yardstick} for the
+    D2D copy, the SM copy roof and the baseline (lesson 01 at one block per SM);
+    "stages" interface -> sorted [(stages, value, check)]; "granularity" interface ->
+    sorted [(batch KB, value, check)]; "granularity_stages" the stage count of that sweep.
     """
     with open(path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -38,21 +56,34 @@ def read_sweep(path):
     missing = [column for column in REQUIRED if column not in rows[0]]
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")
-    data = {"gpu": rows[0]["gpu"], "references": {}, "stages": {}, "granularity": {},
-            "granularity_stages": None}
+    has_roof = any(row["variant"] == ROOF for row in rows if row["sweep"] == "reference")
+    column = "of_roof" if has_roof else "of_reference"
+    data = {"gpu": rows[0]["gpu"], "yardstick": column,
+            "yardstick_name": ROOF if has_roof else D2D, "lines": {}, "stages": {},
+            "granularity": {}, "granularity_stages": None}
+    baseline = None
     for row in rows:
-        of_d2d = float(row["of_d2d"])
+        value = number(row[column])
         if row["sweep"] == "reference":
-            data["references"][row["interface"]] = of_d2d
-        elif row["sweep"] == "stages":
+            if value is not None:
+                data["lines"][row["variant"]] = value
+            continue
+        if value is None:
+            raise ValueError(f"{path}: {row['variant']!r} has no {column}")
+        vs_baseline = number(row["vs_baseline"])
+        if baseline is None and vs_baseline:
+            baseline = value / vs_baseline
+        if row["sweep"] == "stages":
             data["stages"].setdefault(row["interface"], []).append(
-                (int(row["stages"]), of_d2d, row["check"]))
+                (int(row["stages"]), value, row["check"]))
         elif row["sweep"] == "granularity":
             data["granularity"].setdefault(row["interface"], []).append(
-                (int(row["batch_bytes"]) / 1024, of_d2d, row["check"]))
+                (int(row["batch_bytes"]) / 1024, value, row["check"]))
             data["granularity_stages"] = int(row["stages"])
         else:
             raise ValueError(f"{path}: unknown sweep {row['sweep']!r}")
+    if baseline is not None:
+        data["lines"]["baseline"] = round(baseline, 4)
     for sweep in ("stages", "granularity"):
         for points in data[sweep].values():
             points.sort()
@@ -71,7 +102,11 @@ def plot(data, out_path):
         (right, "granularity", "batch size (KB)",
          f"Granularity sweep: {data['granularity_stages']} stages"),
     ]
-    lesson01 = next((v for k, v in data["references"].items() if k.startswith("01")), None)
+    styles = {
+        ROOF: ("black", "--", "SM copy roof"),
+        D2D: ("tab:blue", "-.", "D2D cudaMemcpy"),
+        "baseline": ("gray", ":", "lesson 01 coarse, 1 block per SM"),
+    }
     for axis, sweep, xlabel, title in panels:
         for interface in INTERFACES:
             points = data[sweep].get(interface, [])
@@ -84,10 +119,10 @@ def plot(data, out_path):
             if failed:
                 axis.scatter(*zip(*failed), marker="x", color="red", s=80, zorder=3,
                              label=f"{interface}: check FAILED")
-        axis.axhline(1.0, color="black", linestyle="--", linewidth=1, label="D2D cudaMemcpy")
-        if lesson01 is not None:
-            axis.axhline(lesson01, color="gray", linestyle=":", linewidth=1.5,
-                         label="lesson 01 coarse, 1 block per SM")
+        for name, (color, style, label) in styles.items():
+            if name in data["lines"]:
+                axis.axhline(data["lines"][name], color=color, linestyle=style, linewidth=1.2,
+                             label=label)
         if sweep == "granularity":
             axis.set_xscale("log", base=2)
             ticks = sorted({p[0] for points in data[sweep].values() for p in points})
@@ -96,7 +131,7 @@ def plot(data, out_path):
         axis.set_xlabel(xlabel)
         axis.set_title(title)
         axis.grid(True, alpha=0.3)
-    left.set_ylabel("x D2D cudaMemcpy (same run)")
+    left.set_ylabel(f"x {data['yardstick_name']} (same run)")
     left.set_ylim(bottom=0)
     right.legend(loc="lower right", fontsize=8)
     fig.suptitle(f"Lesson 06 on {data['gpu']}: one block per SM, every point checked")
@@ -111,31 +146,58 @@ def self_test():
     except ImportError:
         print("skipped: matplotlib is not installed")
         return 77
-    header = ("lesson,gpu,sweep,interface,stages,vectors_per_thread,batch_bytes,"
-              "threads_per_block,blocks,median_ms,gb_per_s,of_d2d,vs_01_coarse_1_per_sm,check")
-    # Synthetic values, only to exercise the parser and the plot; never committed.
-    lines = [header,
-             "06,Test GPU,reference,D2D cudaMemcpy,0,0,0,256,0,1.0,2000.0,1.0000,2.0000,ref",
-             "06,Test GPU,reference,01-coarse-1-per-SM,1,4,16384,256,4,2.0,1000.0,0.5000,1.0000,PASS"]
+    header = ["lesson", "gpu", "sweep", "interface", "stages", "vectors_per_thread",
+              "batch_bytes", "threads_per_block", "blocks", "variant", "median_ms", "rate",
+              "unit", "of_reference", "of_roof", "vs_baseline", "check"]
+    # Synthetic values, only to exercise the parser and the plot; never committed. The D2D
+    # copy runs at 1.25 x the roof; the baseline (lesson 01) at 0.5 x the roof.
+    rows = [["06", "Test GPU", "reference", "", "", "", "", "", "", D2D, "1.0", "2500.0",
+             "GB/s", "1.0000", "1.2500", "", "ref"],
+            ["06", "Test GPU", "reference", "", "", "", "", "", "", ROOF, "1.2", "2000.0",
+             "GB/s", "0.8000", "1.0000", "", "ref"]]
+
+    def point(sweep, interface, stages, vectors, roof, check):
+        return ["06", "Test GPU", sweep, interface, str(stages), str(vectors),
+                str(4096 * vectors), "256", "4",
+                f"{interface}, {stages} stages, {4 * vectors} KB", "1.0", "1.0", "GB/s",
+                f"{roof * 0.8:.4f}", f"{roof:.4f}", f"{roof / 0.5:.4f}", check]
+
     for interface in INTERFACES:
         for stages in range(2, 9):
-            lines.append(f"06,Test GPU,stages,{interface},{stages},4,16384,256,4,1.0,1.0,"
-                         f"{0.1 * stages:.4f},1.0,PASS")
+            rows.append(point("stages", interface, stages, 4, 0.1 * stages, "PASS"))
         for vectors in (8, 1, 4, 2):  # out of order on purpose: the parser sorts
-            lines.append(f"06,Test GPU,granularity,{interface},4,{vectors},{4096 * vectors},256,4,"
-                         f"1.0,1.0,{0.2 * vectors:.4f},1.0,{'FAIL' if vectors == 2 else 'PASS'}")
+            rows.append(point("granularity", interface, 4, vectors, 0.2 * vectors,
+                              "FAIL" if vectors == 2 else "PASS"))
+    # The same run without the SM copy roof: the plot falls back to the D2D copy.
+    roof_column = header.index("of_roof")
+    no_roof = [row[:roof_column] + [""] + row[roof_column + 1:] for row in rows
+               if row[header.index("variant")] != ROOF]
+
+    def write(path, body):
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(header)
+            writer.writerows(body)
+
     with tempfile.TemporaryDirectory() as folder:
         path = pathlib.Path(folder) / "sweep.csv"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path_no_roof = pathlib.Path(folder) / "sweep_no_roof.csv"
+        write(path, rows)
+        write(path_no_roof, no_roof)
         data = read_sweep(path)
+        fallback = read_sweep(path_no_roof)
         expected_stages = [(s, round(0.1 * s, 4), "PASS") for s in range(2, 9)]
         checks = [
             (data["gpu"], "Test GPU"),
-            (data["references"], {"D2D cudaMemcpy": 1.0, "01-coarse-1-per-SM": 0.5}),
+            (data["yardstick"], "of_roof"),
+            (data["lines"], {D2D: 1.25, ROOF: 1.0, "baseline": 0.5}),
             (data["stages"]["primitives"], expected_stages),
             ([p[0] for p in data["granularity"]["pipeline"]], [4.0, 8.0, 16.0, 32.0]),
             (data["granularity"]["pipeline"][1][2], "FAIL"),
             (data["granularity_stages"], 4),
+            (fallback["yardstick"], "of_reference"),
+            (fallback["lines"], {D2D: 1.0, "baseline": 0.4}),
+            (fallback["stages"]["pipeline"][0], (2, 0.16, "PASS")),
         ]
         for actual, expected in checks:
             if actual != expected:

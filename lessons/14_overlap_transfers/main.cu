@@ -1,9 +1,7 @@
-// Lesson 14 driver: Mark Harris's overlap experiment on this GPU. An array of floats goes
-// host -> device, through a trig kernel, and back: sequentially, and cut into chunks issued
-// in two orders (async V1: chunk by chunk; async V2: operation by operation). Every run is
-// checked against the CPU reference. Then a sweep of the chunk count, the engine-queue
-// model's prediction for every point (fed with stage times measured in the same run), a
-// per-operation timeline, and the lesson's two targets.
+// Lesson 14 driver: Mark Harris's overlap experiment on this GPU. Host -> kernel -> host,
+// sequentially and in chunks issued in two orders (async V1, V2), every run checked; then a
+// chunk sweep beside the engine-queue model's predictions (from stage times measured in the
+// same run), a per-operation timeline, and the lesson's two targets.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>

@@ -89,6 +89,9 @@ function(course_add_lesson number slug)
     set(extra_objects ${name}_extra)
   endif()
   set(launch_source "${lesson_dir}/${slug}_launch.cu")
+  # A launch file that appears later (or goes) must re-run the configure step: the glob
+  # with CONFIGURE_DEPENDS makes the build check for it.
+  file(GLOB launch_files CONFIGURE_DEPENDS "${lesson_dir}/*_launch.cu")
   foreach(kind starter solution)
     if(kind STREQUAL "starter")
       set(kernels_source "${lesson_dir}/${slug}.cu")

@@ -8,9 +8,13 @@
 // otherwise empty stream, which needs no free multiprocessor to complete.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -19,6 +23,7 @@
 #include "course/data.h"
 #include "course/inspect.h"
 #include "gpu_test.h"
+#include "measure.h"
 #include "streams_and_sync.cuh"
 
 namespace {
@@ -181,6 +186,85 @@ TEST(StreamsAndSyncChildReport, RejectsMissingOrMalformedLines) {
   EXPECT_FALSE(parse_child_report("CHILD-REPORT launch_blocking=yes t1_ms=1 t2_ms=1 pair_ms=2 "
                                   "overlap=0 values=ok")
                    .has_value());
+}
+
+// ---- CPU tests: the breaker matrix ---------------------------------------------------------
+
+TEST(StreamsAndSyncBreakers, MatrixStartsWithTheControlAndHasUniqueNames) {
+  const auto& matrix = streams_and_sync::breakers();
+  ASSERT_FALSE(matrix.empty());
+  EXPECT_STREQ(matrix.front().name, "nothing");
+  EXPECT_EQ(matrix.front().model, streams_and_sync::Guarantee::no_implicit_sync);
+  std::set<std::string> names;
+  int in_child = 0;
+  for (const auto& b : matrix) {
+    EXPECT_TRUE(names.insert(b.name).second) << "two breakers named " << b.name;
+    if (!b.between) {
+      ++in_child;
+      EXPECT_EQ(b.model, streams_and_sync::Guarantee::breaks) << b.name;
+    }
+  }
+  EXPECT_EQ(in_child, 1) << "exactly one row (CUDA_LAUNCH_BLOCKING=1) runs in a child process";
+  // What CUDA guarantees for a legacy-stream operation depends on the other streams' kind.
+  for (const auto& b : matrix) {
+    const std::string name = b.name;
+    if (name.rfind("legacy-kernel/", 0) != 0 && name.rfind("cudaMemcpy/", 0) != 0) continue;
+    EXPECT_EQ(b.model, b.streams == StreamKind::non_blocking
+                           ? streams_and_sync::Guarantee::no_implicit_sync
+                           : streams_and_sync::Guarantee::breaks)
+        << name;
+  }
+  EXPECT_STREQ(streams_and_sync::guarantee_name(streams_and_sync::Guarantee::unspecified),
+               "unspecified");
+}
+
+TEST(StreamsAndSyncBreakers, JudgeChecksOnlyWhatIsGuaranteed) {
+  using streams_and_sync::judge;
+  streams_and_sync::Measured serial, overlapped, partial, broken;
+  serial.timing.overlap = 0.0;
+  overlapped.timing.overlap = 0.99;
+  partial.timing.overlap = 0.3;
+  broken.problem = "the values did not verify";
+  EXPECT_EQ(judge(serial, true), "PASS");
+  EXPECT_EQ(judge(overlapped, true), "FAIL");
+  EXPECT_EQ(judge(partial, true), "NOTE");
+  EXPECT_EQ(judge(overlapped, false), "PASS");
+  EXPECT_EQ(judge(serial, false), "NOTE");  // allowed: the GPU may choose not to overlap
+  EXPECT_EQ(judge(serial, std::nullopt), "-");
+  EXPECT_EQ(judge(overlapped, std::nullopt), "-");
+  for (std::optional<bool> m :
+       {std::optional<bool>(true), std::optional<bool>(false), std::optional<bool>()}) {
+    EXPECT_EQ(judge(broken, m), "FAIL");
+  }
+}
+
+TEST(StreamsAndSyncMeasure, MediansOverTheTimedRunsAndTheFirstProblem) {
+  int calls = 0;
+  std::vector<bool> checked;
+  const auto m = streams_and_sync::measure(1, 3, [&](bool check_values) {
+    checked.push_back(check_values);
+    streams_and_sync::Sample s;
+    ++calls;
+    const double x = calls == 1 ? 100.0 : 0.1 * (calls - 1);  // the warm-up run is an outlier
+    s.timing = {x, x, x, x};
+    s.between_ms = x;
+    return s;
+  });
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(checked, (std::vector<bool>{true, false, false, false}));
+  EXPECT_TRUE(m.problem.empty());
+  EXPECT_DOUBLE_EQ(m.timing.overlap, 0.2);
+  EXPECT_DOUBLE_EQ(m.timing.pair_ms, 0.2);
+  EXPECT_DOUBLE_EQ(m.between_ms, 0.2);
+
+  calls = 0;
+  const auto bad = streams_and_sync::measure(0, 3, [&](bool) {
+    streams_and_sync::Sample s;
+    s.timing = {1, 1, 1, 1};
+    if (++calls == 2) s.problem = "second run";
+    return s;
+  });
+  EXPECT_EQ(bad.problem, "second run");
 }
 
 // ---- CPU tests: launchers check their arguments before any CUDA call ----------------------
@@ -603,6 +687,66 @@ TEST_P(GpuProducerConsumer, ConsumerCopiesWhatTheLateProducerWrote) {
   }
 }
 
+// The ordering must happen on the GPU: waiting on the host for the producer also gives the
+// right values, but stalls the host for the whole delay. So the call must return while the
+// producer still runs, with the event it was given pending (recorded after the producer's
+// work) and the consumer's copy held back by it.
+TEST_P(GpuProducerConsumer, OrdersOnTheGpuWithoutWaitingOnTheHost) {
+  const auto [producer_handle, consumer_handle] = GetParam();
+  RawStream producer(producer_handle);
+  RawStream consumer(consumer_handle);
+  constexpr std::size_t n = 4097;
+  course::DeviceBuffer<std::uint32_t> produced(n), consumed(n);
+  course::poison(produced.data(), produced.bytes());
+  course::poison(consumed.data(), consumed.bytes());
+  COURSE_CHECK(cudaDeviceSynchronize());
+  Event event(cudaEventDisableTiming);
+  streams_and_sync::launch_delayed_fill(produced.span(), 5, 300 * kMs, producer);
+  const auto start = std::chrono::steady_clock::now();
+  streams_and_sync::copy_after_producer(produced.cspan(), consumed.span(), producer, consumer,
+                                        event);
+  const double call_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(raw_query(cudaStreamQuery(producer)), cudaErrorNotReady)
+      << "copy_after_producer waited on the host for the producer (the call took " << call_ms
+      << " ms)";
+  EXPECT_EQ(raw_query(cudaEventQuery(event)), cudaErrorNotReady)
+      << "the event was not recorded after the producer's work";
+  EXPECT_EQ(raw_query(cudaStreamQuery(consumer)), cudaErrorNotReady)
+      << "the consumer's copy did not wait for the producer";
+  COURSE_CHECK(cudaStreamSynchronize(consumer));
+  std::vector<std::uint32_t> expected(n);
+  course::fill_hash_host(expected, 5);
+  const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(consumed.cspan()));
+  EXPECT_TRUE(c.ok()) << c.summary();
+  COURSE_CHECK(cudaDeviceSynchronize());
+}
+
+// An event reused from an earlier, finished use: a wait issued before the new record waits
+// for the old one, which completed long ago, and orders nothing.
+TEST_P(GpuProducerConsumer, AReusedEventOrdersAfterTheNewWork) {
+  const auto [producer_handle, consumer_handle] = GetParam();
+  RawStream producer(producer_handle);
+  RawStream consumer(consumer_handle);
+  constexpr std::size_t n = 31;
+  course::DeviceBuffer<std::uint32_t> produced(n), consumed(n);
+  course::poison(produced.data(), produced.bytes());
+  course::poison(consumed.data(), consumed.bytes());
+  COURSE_CHECK(cudaDeviceSynchronize());
+  Event event(cudaEventDisableTiming);
+  COURSE_CHECK(cudaEventRecord(event, producer));
+  COURSE_CHECK(cudaEventSynchronize(event));  // an earlier use, completed
+  streams_and_sync::launch_delayed_fill(produced.span(), 6, 30 * kMs, producer);
+  streams_and_sync::copy_after_producer(produced.cspan(), consumed.span(), producer, consumer,
+                                        event);
+  COURSE_CHECK(cudaStreamSynchronize(consumer));
+  std::vector<std::uint32_t> expected(n);
+  course::fill_hash_host(expected, 6);
+  const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(consumed.cspan()));
+  EXPECT_TRUE(c.ok()) << c.summary();
+  COURSE_CHECK(cudaDeviceSynchronize());
+}
+
 std::string producer_consumer_name(const ::testing::TestParamInfo<ProducerConsumer>& info) {
   return handle_id(std::get<0>(info.param)) + "_to_" + handle_id(std::get<1>(info.param));
 }
@@ -634,6 +778,32 @@ TEST_F(GpuOverlapMeasurement, OneStreamMeasuresSerialised) {
   EXPECT_GE(t.pair_ms, t.t1_ms + t.t2_ms - 1e-3) << "one stream ran two kernels at once";
   EXPECT_LE(t.overlap, 1e-3);
   EXPECT_EQ(streams_and_sync::classify(t.overlap), Concurrency::serialised);
+}
+
+// ---- GPU tests: the driver's pair measurement covers the work it reports --------------------
+
+class GpuPairBench : public course::testing::GpuTest {};
+
+// The times come from the spins' own records, read after the device finished: a pair in
+// one stream reports each kernel's full time and at least their sum, and the host time of
+// the operation between the launches covers that operation.
+TEST_F(GpuPairBench, TimesCoverTheWorkTheyReport) {
+  streams_and_sync::PairBench bench(20 * kMs, std::size_t{1} << 20);
+  course::Stream s, other;
+  const auto one_stream =
+      bench.kernel_pair(s, s, [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); });
+  ASSERT_TRUE(one_stream.problem.empty()) << one_stream.problem;
+  EXPECT_GE(one_stream.timing.t1_ms, 20.0);
+  EXPECT_GE(one_stream.timing.t2_ms, 20.0);
+  EXPECT_GE(one_stream.timing.pair_ms, 40.0);
+  EXPECT_LE(one_stream.timing.overlap, 1e-3);
+  EXPECT_GE(one_stream.between_ms, 30.0);
+
+  const auto copy = bench.copy_and_kernel(s, other, /*check_values=*/true);
+  ASSERT_TRUE(copy.problem.empty()) << copy.problem;
+  EXPECT_GT(copy.timing.t1_ms, 0.0) << "the copy's own time";
+  EXPECT_GE(copy.timing.t2_ms, 20.0);
+  EXPECT_GE(copy.timing.pair_ms, std::max(copy.timing.t1_ms, copy.timing.t2_ms));
 }
 
 }  // namespace

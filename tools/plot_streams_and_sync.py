@@ -1,57 +1,91 @@
 #!/usr/bin/env python3
-"""Plot lesson 13's measured overlaps from the CSV its executable writes.
+"""Plot lesson 13's measured overlaps from the CSVs its executable writes.
 
     tools/plot_streams_and_sync.py 13_streams_and_sync.csv [-o OUT.png]
     tools/plot_streams_and_sync.py --self-test
 
-`13_streams_and_sync --csv FILE` writes two tables to FILE (column `table`): "settings",
-two operations in two streams of given kinds (two kernels, and a host->device copy with a
-kernel), and "breakers", two kernels with one operation between their launches. The
-picture has one panel for each: the measured overlap, (t1 + t2 - t_pair) / min(t1, t2),
-with dotted lines at the classification thresholds (below 0.1 serialised, above 0.5
-concurrent). Bars whose check failed are hatched. The PNG goes next to the CSV (same name,
-.png) unless -o says otherwise.
+`13_streams_and_sync --csv FILE.csv` writes the harness's two CSVs: FILE.csv, the main
+table (two operations in two streams of given kinds: each variant is
+"<first>+<second> <work> (<model>)", work "kernel+kernel" or "copy+kernel"), and
+FILE_sweep.csv beside it, whose "breakers" rows are two kernels with one operation between
+their launches (columns `between` and `streams`). The rate column of both is the measured
+overlap in percent, 100 x (t1 + t2 - t_pair) / min(t1, t2); a row with no time did not
+verify. The picture has one panel for each table, with dotted lines at the classification
+thresholds (below 0.1 serialised, above 0.5 concurrent); bars whose check failed are
+hatched. Either CSV may be named; the other is found beside it. The PNG goes next to the
+main CSV (same name, .png) unless -o says otherwise.
 
---self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
-that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
+--self-test parses small synthetic CSVs in a temporary folder and checks the result, then
+plots them and checks that a PNG came out; it writes nothing else. Exit code 77 (after the
+parsing checks) when matplotlib is missing.
 """
 import argparse
 import csv
 import pathlib
+import re
 import sys
 import tempfile
 
-REQUIRED = ["gpu", "table", "name", "work", "between", "overlap", "measured", "model", "check"]
+MAIN_REQUIRED = ["gpu", "variant", "median_ms", "rate", "unit", "check"]
+SWEEP_REQUIRED = ["gpu", "sweep", "between", "streams", "variant", "median_ms", "rate", "unit",
+                  "check"]
+UNIT = "overlap %"
+SETTING_RE = re.compile(r"^(?P<name>\S+) (?P<work>kernel\+kernel|copy\+kernel) \((?P<model>[^)]*)\)$")
 SERIALISED_BELOW = 0.1
 CONCURRENT_ABOVE = 0.5
+
+
+def csv_paths(path):
+    """(main CSV, sweep CSV) from either of the two names."""
+    path = pathlib.Path(path)
+    if path.name.endswith("_sweep.csv"):
+        return path.with_name(path.name[: -len("_sweep.csv")] + ".csv"), path
+    stem = path.name[:-4] if path.name.endswith(".csv") else path.name
+    return path, path.with_name(stem + "_sweep.csv")
+
+
+def read_rows(path, required):
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    missing = [column for column in required if column not in rows[0]]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing}")
+    for row in rows:
+        if row["unit"] != UNIT:
+            raise ValueError(f"{path}: unit {row['unit']!r}, expected {UNIT!r}")
+    return rows
+
+
+def overlap_of(row):
+    """The overlap as a fraction, or None for a row that has no time (it did not verify)."""
+    return float(row["rate"]) / 100 if float(row["median_ms"]) > 0 else None
 
 
 def read_overlaps(path):
     """{"gpu", "settings": [(name, {work: (overlap, check)})], "breakers": [(label, overlap, check)]}.
 
-    Rows whose values did not verify have no overlap; they are kept with overlap None.
+    `path` is either CSV; the sweep CSV may be missing (no breaker was run).
     """
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows:
-        raise ValueError(f"{path}: no rows")
-    missing = [column for column in REQUIRED if column not in rows[0]]
-    if missing:
-        raise ValueError(f"{path}: missing columns {missing}")
+    main_path, sweep_path = csv_paths(path)
+    rows = read_rows(main_path, MAIN_REQUIRED)
     data = {"gpu": rows[0]["gpu"], "settings": [], "breakers": []}
     settings = {}
     for row in rows:
-        overlap = float(row["overlap"]) if row["overlap"] else None
-        if row["table"] == "settings":
-            if row["name"] not in settings:
-                settings[row["name"]] = {}
-                data["settings"].append((row["name"], settings[row["name"]]))
-            settings[row["name"]][row["work"]] = (overlap, row["check"])
-        elif row["table"] == "breakers":
-            label = f'{row["between"]} ({row["first_stream"]})' if row.get("first_stream") else row["between"]
-            data["breakers"].append((label, overlap, row["check"]))
-        else:
-            raise ValueError(f"{path}: unknown table {row['table']!r}")
+        match = SETTING_RE.match(row["variant"])
+        if not match:
+            raise ValueError(f"{main_path}: not a setting: {row['variant']!r}")
+        name = match["name"]
+        if name not in settings:
+            settings[name] = {}
+            data["settings"].append((name, settings[name]))
+        settings[name][match["work"]] = (overlap_of(row), row["check"])
+    if sweep_path.exists():
+        for row in read_rows(sweep_path, SWEEP_REQUIRED):
+            if row["sweep"] == "breakers":
+                label = f'{row["between"]} ({row["streams"]})'
+                data["breakers"].append((label, overlap_of(row), row["check"]))
     return data
 
 
@@ -115,33 +149,54 @@ def plot(data, out_path):
     plt.close(fig)
 
 
-SELF_TEST_CSV = """\
-lesson,gpu,table,name,work,first_stream,second_stream,between,spin_ms,copy_bytes,t1_ms,t2_ms,pair_ms,overlap,measured,broke_concurrency,host_op_ms,model,check
-13_streams_and_sync,Test GPU,settings,legacy+blocking,kernel+kernel,legacy,blocking,,5.000,,5.0,5.0,10.0,0.0,serialised,,,serialises,PASS
-13_streams_and_sync,Test GPU,settings,legacy+blocking,copy+kernel,legacy,blocking,,5.000,1024,4.0,5.0,9.0,0.0,serialised,,,serialises,PASS
-13_streams_and_sync,Test GPU,settings,non-blocking+non-blocking,kernel+kernel,non-blocking,non-blocking,,5.000,,5.0,5.0,5.0,1.0,concurrent,,,may overlap,PASS
-13_streams_and_sync,Test GPU,settings,non-blocking+non-blocking,copy+kernel,non-blocking,non-blocking,,5.000,1024,,,,,-,,,may overlap,FAIL
-13_streams_and_sync,Test GPU,breakers,nothing,kernel+kernel,non-blocking,non-blocking,nothing (the control),5.000,,5.0,5.0,5.0,1.0,concurrent,no,0.0,no implicit sync,PASS
-13_streams_and_sync,Test GPU,breakers,cudaDeviceSynchronize,kernel+kernel,non-blocking,non-blocking,cudaDeviceSynchronize(),5.000,,5.0,5.0,10.0,0.0,serialised,yes,5.0,breaks,PASS
+SELF_TEST_MAIN_CSV = """\
+lesson,gpu,variant,median_ms,rate,unit,of_reference,reference,vs_baseline,baseline,check,of_roof,roof
+13_streams_and_sync,Test GPU,legacy+blocking kernel+kernel (serialises),10.002000,-0.040,overlap %,,reference,,baseline,PASS,,
+13_streams_and_sync,Test GPU,legacy+blocking copy+kernel (serialises),9.899000,-0.043,overlap %,,reference,,baseline,PASS,,
+13_streams_and_sync,Test GPU,non-blocking+non-blocking kernel+kernel (may overlap),5.005000,99.900,overlap %,,reference,,baseline,PASS,,
+13_streams_and_sync,Test GPU,non-blocking+non-blocking copy+kernel (may overlap),0.000000,0.000,overlap %,,reference,,baseline,FAIL,,
+"""
+
+SELF_TEST_SWEEP_CSV = """\
+lesson,gpu,sweep,between,streams,model,t1_ms,t2_ms,host_op_ms,observed,variant,median_ms,rate,unit,of_reference,of_roof,vs_baseline,check
+13_streams_and_sync,Test GPU,breakers,nothing (the control),non-blocking,no implicit sync,5.000,5.000,0.000,,nothing (no implicit sync),5.005000,99.900,overlap %,,,,PASS
+13_streams_and_sync,Test GPU,breakers,cudaDeviceSynchronize(),non-blocking,breaks,5.000,5.000,5.006,,cudaDeviceSynchronize (breaks),10.013000,-0.300,overlap %,,,,PASS
+13_streams_and_sync,Test GPU,sync calls,,,,,,,"during a 5 ms spin: cudaErrorNotReady; after cudaStreamSynchronize: cudaSuccess","cudaStreamQuery, cudaStreamSynchronize",5.010000,0.000,overlap %,,,,PASS
 """
 
 
 def self_test():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print("matplotlib is not installed: skipped")
-        return 77
     with tempfile.TemporaryDirectory() as folder:
         csv_path = pathlib.Path(folder) / "13_streams_and_sync.csv"
-        csv_path.write_text(SELF_TEST_CSV, encoding="utf-8")
+        csv_path.write_text(SELF_TEST_MAIN_CSV, encoding="utf-8")
+        sweep_path = pathlib.Path(folder) / "13_streams_and_sync_sweep.csv"
+        sweep_path.write_text(SELF_TEST_SWEEP_CSV, encoding="utf-8")
         data = read_overlaps(csv_path)
+        assert read_overlaps(sweep_path) == data, "either CSV names the pair"
         assert data["gpu"] == "Test GPU"
         assert [name for name, _ in data["settings"]] == ["legacy+blocking",
                                                           "non-blocking+non-blocking"]
-        assert data["settings"][1][1]["copy+kernel"] == (None, "FAIL")
-        assert data["settings"][1][1]["kernel+kernel"] == (1.0, "PASS")
-        assert data["breakers"][1] == ("cudaDeviceSynchronize() (non-blocking)", 0.0, "PASS")
+        def same(got, expected):
+            """(overlap, check) pairs, overlaps equal to rounding."""
+            return got[1] == expected[1] and (
+                got[0] is None and expected[0] is None
+                or got[0] is not None and expected[0] is not None
+                and abs(got[0] - expected[0]) < 1e-9)
+
+        settings = data["settings"]
+        assert same(settings[1][1]["copy+kernel"], (None, "FAIL"))
+        assert same(settings[1][1]["kernel+kernel"], (0.999, "PASS"))
+        assert same(settings[0][1]["copy+kernel"], (-0.00043, "PASS"))
+        labels = [label for label, _, _ in data["breakers"]]
+        assert labels == ["nothing (the control) (non-blocking)",
+                          "cudaDeviceSynchronize() (non-blocking)"], labels
+        assert same(data["breakers"][0][1:], (0.999, "PASS"))
+        assert same(data["breakers"][1][1:], (-0.003, "PASS"))
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("parsing checked; matplotlib is not installed: plot skipped")
+            return 77
         out = csv_path.with_suffix(".png")
         plot(data, out)
         assert out.stat().st_size > 0
@@ -151,7 +206,8 @@ def self_test():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="?", help="the CSV of 13_streams_and_sync --csv")
+    parser.add_argument("csv", nargs="?",
+                        help="a CSV of 13_streams_and_sync --csv (the main one or its _sweep)")
     parser.add_argument("-o", "--output", help="the PNG to write (default: next to the CSV)")
     parser.add_argument("--self-test", action="store_true", help="plot synthetic data and check")
     args = parser.parse_args()
@@ -160,7 +216,8 @@ def main():
     if not args.csv:
         parser.error("a CSV file is required (or --self-test)")
     data = read_overlaps(args.csv)
-    out = pathlib.Path(args.output) if args.output else pathlib.Path(args.csv).with_suffix(".png")
+    main_csv, _ = csv_paths(args.csv)
+    out = pathlib.Path(args.output) if args.output else main_csv.with_suffix(".png")
     plot(data, out)
     print(f"wrote {out}")
     return 0

@@ -1,8 +1,11 @@
 /// \file streams_and_sync.cuh
 /// \brief Lesson 13: streams, the default streams, and every way to wait for the GPU.
 ///
-/// The API the driver (main.cu) and the tests call. The kernels and launchers live in
-/// streams_and_sync.cu: the starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu), the experiments (measure.h) and the tests call. The
+/// exercise is in streams_and_sync.cu (the starter in lessons/, the complete version in
+/// solutions/): make_stream, implicitly_serialised, stream_is_idle, event_has_completed,
+/// copy_after_producer and overlap_ratio. The kernels, their launchers and the other
+/// helpers are in the read-only streams_and_sync_launch.cu; the child report in child.cu.
 ///
 /// Two kernels are the lesson's instruments. `spin` keeps one small block busy for a
 /// given time on the GPU's global nanosecond timer and records when it started and

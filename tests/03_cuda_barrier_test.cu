@@ -4,10 +4,12 @@
 
 #include <cuda/barrier>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "course/batches.cuh"
 #include "course/buffers.h"
 #include "course/check.h"
 #include "course/data.h"
@@ -22,7 +24,10 @@ namespace {
 using cuda_barrier::copy_and_compute;
 using cuda_barrier::Kernel;
 using cuda_barrier::LaunchShape;
+using cuda_barrier::prepare_copy_and_compute;
+using cuda_barrier::ReaderDelay;
 
+// The correct kernels (the deliberately broken multi_stage_no_release has its own tests).
 const std::vector<Kernel> kAllKernels = {Kernel::one_stage_words, Kernel::one_stage,
                                          Kernel::custom_group,    Kernel::two_buffers,
                                          Kernel::system_scope,    Kernel::multi_stage};
@@ -75,8 +80,10 @@ TEST(CudaBarrierShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
   auto* report = reinterpret_cast<std::uint32_t*>(std::uintptr_t{3} << 20);
   const cuda::std::span<const std::uint32_t> src(in, 1000);
   const cuda::std::span<std::uint32_t> dst(out, 1000);
-  for (Kernel k : kAllKernels) {
-    const int stages = k == Kernel::multi_stage ? 2 : 1;
+  std::vector<Kernel> kernels = kAllKernels;
+  kernels.push_back(Kernel::multi_stage_no_release);
+  for (Kernel k : kernels) {
+    const int stages = cuda_barrier::is_multi_stage(k) ? 2 : 1;
     SCOPED_TRACE(cuda_barrier::kernel_name(k));
     EXPECT_THROW(copy_and_compute(src, dst.first(999), k, {1, 256, stages}, 0),
                  std::invalid_argument);
@@ -90,21 +97,40 @@ TEST(CudaBarrierShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
     // A report has kReportSlots elements.
     EXPECT_THROW(copy_and_compute(src, dst, k, {1, 256, stages}, 0, {report, 2}),
                  std::invalid_argument);
-  }
-  // Stage counts: multi_stage takes 2..4, every other kernel exactly 1.
-  for (int stages : {0, 1, 5}) {
-    EXPECT_THROW(copy_and_compute(src, dst, Kernel::multi_stage, {1, 256, stages}, 0),
+    EXPECT_THROW(prepare_copy_and_compute(src, dst.first(999), k, {1, 256, stages}),
                  std::invalid_argument);
+    // A reader delay is a test knob of the multi-stage kernels only.
+    if (!cuda_barrier::is_multi_stage(k)) {
+      EXPECT_THROW(prepare_copy_and_compute(src, dst, k, {1, 256, 1}, {}, ReaderDelay{1000}),
+                   std::invalid_argument);
+    }
+  }
+  // Stage counts: the multi-stage kernels take 2..4, every other kernel exactly 1.
+  for (Kernel k : {Kernel::multi_stage, Kernel::multi_stage_no_release}) {
+    for (int stages : {0, 1, 5}) {
+      EXPECT_THROW(copy_and_compute(src, dst, k, {1, 256, stages}, 0), std::invalid_argument);
+      EXPECT_THROW(cuda_barrier::max_blocks_per_sm(k, 256, stages), std::invalid_argument);
+    }
   }
   EXPECT_THROW(copy_and_compute(src, dst, Kernel::one_stage, {1, 256, 2}, 0),
                std::invalid_argument);
+  EXPECT_THROW(cuda_barrier::max_blocks_per_sm(Kernel::one_stage, 256, 2), std::invalid_argument);
 }
 
 TEST(CudaBarrierShape, EmptyInputLaunchesNothing) {
   for (Kernel k : kAllKernels) {
-    const int stages = k == Kernel::multi_stage ? 3 : 1;
+    const int stages = cuda_barrier::is_multi_stage(k) ? 3 : 1;
     EXPECT_NO_THROW(copy_and_compute({}, {}, k, {1, 256, stages}, 0));
+    EXPECT_NO_THROW(prepare_copy_and_compute({}, {}, k, {1, 256, stages})(0));
   }
+}
+
+TEST(CudaBarrierShape, KernelNamesAndStageKinds) {
+  EXPECT_STREQ(cuda_barrier::kernel_name(Kernel::multi_stage), "multi_stage");
+  EXPECT_STREQ(cuda_barrier::kernel_name(Kernel::multi_stage_no_release), "multi_stage_no_release");
+  EXPECT_TRUE(cuda_barrier::is_multi_stage(Kernel::multi_stage_no_release));
+  EXPECT_FALSE(cuda_barrier::is_multi_stage(Kernel::one_stage));
+  EXPECT_EQ(cuda_barrier::shared_bytes(Kernel::multi_stage_no_release, 256, 3), 3u * 16384u);
 }
 
 TEST(CudaBarrierShape, ContractNames) {
@@ -117,16 +143,29 @@ TEST(CudaBarrierShape, ContractNames) {
 
 // Kernels by a part of their mangled names.
 constexpr const char* kWordsKernel = "one_stage_words_kernel";
-constexpr const char* kAlignedKernels[] = {"one_stage_kernel",        "custom_group_kernel",
-                                           "two_buffers_kernel",      "multi_stage_kernelILi2E",
-                                           "multi_stage_kernelILi3E", "multi_stage_kernelILi4E"};
+// multi_stage_kernel<Stages, WaitForRelease>: Lb1E is multi_stage, Lb0E the broken one.
+constexpr const char* kMultiStageKernels[] = {
+    "multi_stage_kernelILi2ELb1E", "multi_stage_kernelILi3ELb1E", "multi_stage_kernelILi4ELb1E"};
+constexpr const char* kNoReleaseKernels[] = {
+    "multi_stage_kernelILi2ELb0E", "multi_stage_kernelILi3ELb0E", "multi_stage_kernelILi4ELb0E"};
+constexpr const char* kAlignedKernels[] = {"one_stage_kernel",
+                                           "custom_group_kernel",
+                                           "two_buffers_kernel",
+                                           "multi_stage_kernelILi2ELb1E",
+                                           "multi_stage_kernelILi3ELb1E",
+                                           "multi_stage_kernelILi4ELb1E",
+                                           "multi_stage_kernelILi2ELb0E",
+                                           "multi_stage_kernelILi3ELb0E",
+                                           "multi_stage_kernelILi4ELb0E"};
 constexpr const char* kSystemScopeKernel = "system_scope_kernel";
+// 4 one-stage kernels, system_scope, 3 multi_stage and 3 multi_stage_no_release.
+constexpr std::size_t kKernelCount = 11;
 
 TEST(CudaBarrierPtx, EveryKernelIsThere) {
   const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
   for (const std::string& target : course::testing::ptx_targets()) {
     const auto& module = course::inspect::module_for(modules, target);
-    EXPECT_EQ(course::inspect::ptx_kernels(module).size(), 8u) << target;
+    EXPECT_EQ(course::inspect::ptx_kernels(module).size(), kKernelCount) << target;
   }
 }
 
@@ -186,6 +225,39 @@ TEST(CudaBarrierPtx, SystemScopeCopiesInsideGlobalMemoryAreSynchronous) {
   }
 }
 
+// The release: only multi_stage waits on a barrier phase by its parity (the empty barrier,
+// before each refill); its full barriers are waited on with arrive_and_wait's token. The
+// broken variant is the same kernel without that wait, and the one-stage kernels have none.
+bool waits_on_parity(const std::string& body) {
+  return course::inspect::uses(body, "mbarrier.try_wait.parity") ||
+         course::inspect::uses(body, "mbarrier.test_wait.parity");
+}
+
+TEST(CudaBarrierPtx, OnlyMultiStageWaitsForTheEmptyBarriersPhase) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const auto& module = course::inspect::module_for(modules, target);
+    const bool hopper = std::stoi(target.substr(3)) >= 90;
+    for (const char* name : kMultiStageKernels) {
+      const auto k = course::inspect::kernel(module, name);
+      EXPECT_TRUE(course::inspect::uses(
+          k.body, hopper ? "mbarrier.try_wait.parity" : "mbarrier.test_wait.parity"))
+          << target << " " << name << ": no wait on the empty barrier's phase (TODO 7)";
+      EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.arrive"))
+          << target << " " << name << ": no arrival (TODO 8)";
+    }
+    for (const char* name : kNoReleaseKernels) {
+      EXPECT_FALSE(waits_on_parity(course::inspect::kernel(module, name).body))
+          << target << " " << name;
+    }
+    for (const char* name :
+         {"one_stage_kernel", "custom_group_kernel", "two_buffers_kernel", kWordsKernel}) {
+      EXPECT_FALSE(waits_on_parity(course::inspect::kernel(module, name).body))
+          << target << " " << name;
+    }
+  }
+}
+
 std::string sass_of(const std::string& arch) {
   return course::inspect::run_command("'" + std::string(course::testing::cuobjdump_path()) +
                                       "' -sass -arch " + arch + " '" +
@@ -206,7 +278,7 @@ TEST(CudaBarrierSass, BulkCopiesOnSm90AndLdgstsOnSm80) {
   for (const std::string& target : course::testing::ptx_targets()) {
     const bool hopper = std::stoi(target.substr(3)) >= 90;
     const auto functions = course::inspect::sass_functions(sass_of(target));
-    ASSERT_EQ(functions.size(), 8u) << target;
+    ASSERT_EQ(functions.size(), kKernelCount) << target;
     for (const char* name : kAlignedKernels) {
       const auto& f = sass_function(functions, name);
       SCOPED_TRACE(target + " " + name);
@@ -323,6 +395,91 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GpuCudaBarrierContract, ::testing::ValuesIn(kA
                          [](const ::testing::TestParamInfo<Kernel>& info) {
                            return std::string(cuda_barrier::kernel_name(info.param));
                          });
+
+// ---- GPU tests: the empty barrier is what makes a refill safe ----------------------------
+//
+// Each block gets 2 x stages + 1 batches (the input's last one partial), so it refills a
+// stage stages + 1 times. With a ReaderDelay every warp but the first holds back before
+// reading a batch until the first word it reads changes (or 1 ms has passed: a 16 KB copy
+// lands in microseconds), while warp 0 runs ahead into the next iteration and starts the
+// refill of the stage it has just finished computing.
+
+constexpr ReaderDelay kHoldBack{1000000};  // 1 ms per batch at most
+constexpr int kReleaseBlocks = 2;
+
+struct ReleaseRun {
+  std::size_t n = 0;
+  std::size_t batch = 0;
+  std::vector<std::uint32_t> expected;
+  std::vector<std::uint32_t> actual;
+};
+
+ReleaseRun run_held_back(Kernel kernel, int stages) {
+  const LaunchShape shape{kReleaseBlocks, 256, stages};
+  ReleaseRun r;
+  r.batch = cuda_barrier::batch_elements(shape.threads_per_block);
+  r.n = static_cast<std::size_t>(kReleaseBlocks) * (2 * stages + 1) * r.batch - 5;
+  course::DeviceBuffer<std::uint32_t> in(r.n), out(r.n);
+  course::fill_hash(in.span(), 3);
+  course::poison(out.data(), out.bytes());
+  prepare_copy_and_compute(in.cspan(), out.span(), kernel, shape, {}, kHoldBack)(0);
+  COURSE_CHECK(cudaDeviceSynchronize());
+  r.expected.resize(r.n);
+  course::workload::reference(course::to_host(in.cspan()), r.expected);
+  r.actual = course::to_host(out.cspan());
+  return r;
+}
+
+class GpuCudaBarrierRelease : public course::testing::GpuTestWithParam<int> {};
+
+TEST_P(GpuCudaBarrierRelease, HeldBackReadersStillGetTheirBatch) {
+  // multi_stage waits for the empty barrier before every refill: however long the readers
+  // take, no copy overwrites what they read. (A missing TODO 7 fails here on sm_90.)
+  const int stages = GetParam();
+  const ReleaseRun r = run_held_back(Kernel::multi_stage, stages);
+  const auto c = course::compare_exact<std::uint32_t>(r.expected, r.actual);
+  EXPECT_TRUE(c.ok()) << stages << " stages, n=" << r.n << ": " << c.summary()
+                      << " (a refill overwrote a batch still being read: does every refill wait "
+                         "for its stage's empty barrier?)";
+}
+
+TEST_P(GpuCudaBarrierRelease, WithoutTheWaitEveryRefillOverwritesABatchBeingRead) {
+  // multi_stage_no_release is multi_stage without the wait on the empty barrier. On sm_90
+  // thread 0 (warp 0) issues each refill of a whole stage as one bulk copy while the other
+  // warps are held back before reading that stage's batch: every batch that is refilled is
+  // read after the refill landed, so each holds wrong values; the last `stages` batches of
+  // a block are never refilled and stay right. On sm_80 each thread copies its own 16-byte
+  // chunks, which only its own warp reads, so held-back warps are never overwritten by warp
+  // 0 there: the values come out right, and racecheck is what catches the missing wait
+  // (L03.sanitize.racecheck_catches_broken).
+  if (const auto reason = course::testing::gpu_unavailable({9, 0})) GTEST_SKIP() << *reason;
+  const int stages = GetParam();
+  const ReleaseRun r = run_held_back(Kernel::multi_stage_no_release, stages);
+  const std::size_t batches = (r.n + r.batch - 1) / r.batch;
+  std::size_t refilled = 0;
+  for (std::size_t g = 0; g < batches; ++g) {
+    const unsigned block = static_cast<unsigned>(g % kReleaseBlocks);
+    const std::size_t local = g / kReleaseBlocks;
+    const std::size_t mine = course::batches::batches_of_block(batches, block, kReleaseBlocks);
+    const bool overwritten = local + static_cast<std::size_t>(stages) < mine;
+    std::size_t wrong = 0;
+    for (std::size_t i = g * r.batch; i < std::min(r.n, (g + 1) * r.batch); ++i) {
+      wrong += r.actual[i] != r.expected[i] ? 1 : 0;
+    }
+    refilled += overwritten ? 1 : 0;
+    if (overwritten) {
+      EXPECT_GT(wrong, 0u) << "batch " << g << " (block " << block << ", its batch " << local
+                           << " of " << mine << ") was read before its stage's refill landed";
+    } else {
+      EXPECT_EQ(wrong, 0u) << "batch " << g << " is never refilled, yet " << wrong
+                           << " of its elements are wrong";
+    }
+  }
+  EXPECT_EQ(refilled, static_cast<std::size_t>(kReleaseBlocks) * (stages + 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStageCounts, GpuCudaBarrierRelease,
+                         ::testing::Range(cuda_barrier::kMinStages, cuda_barrier::kMaxStages + 1));
 
 // ---- GPU tests: occupancy and shared memory limits ---------------------------------------
 

@@ -1,8 +1,9 @@
 /// \file cuda_barrier.cuh
 /// \brief Lesson 03: `cuda::barrier` and `cuda::memcpy_async`.
 ///
-/// The API the driver (main.cu) and the tests call. The kernels live in cuda_barrier.cu:
-/// the starter in lessons/, the complete version in solutions/.
+/// The API the driver (main.cu) and the tests call. The exercise's kernels live in
+/// cuda_barrier.cu (the starter in lessons/, the complete version in solutions/); their entry
+/// points and launchers in cuda_barrier_launch.cu.
 ///
 /// Every kernel runs the course's copy-and-compute workload (course/workload.h) in batches
 /// of kElementsPerThread uint32 per thread, the batch size of lesson 01's coarse kernel, so
@@ -14,6 +15,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "course/launch.h"
 
 namespace cuda_barrier {
 
@@ -35,10 +38,21 @@ enum class Kernel {
   /// memory (input -> output array) and computed in place. No asynchronous path exists for
   /// that: every call returns `async_contract_fulfillment::none`.
   system_scope,
-  /// One barrier and one buffer per stage (LaunchShape::stages, 2..4), aligned copies:
-  /// while the block computes one batch, the next stages - 1 are in flight. The fast path.
+  /// One buffer and two barriers per stage (LaunchShape::stages, 2..4), aligned copies: a
+  /// `full` barrier (the batch has landed) and an `empty` one (every thread has finished
+  /// reading it). While the block computes one batch, the next stages - 1 are in flight, and
+  /// a stage is refilled as soon as its empty barrier says so. The fast path.
   multi_stage,
+  /// DELIBERATELY BROKEN, never run by default: multi_stage without the wait on the empty
+  /// barrier, so a refill can overwrite a batch that slower threads still read. The tests
+  /// (with a ReaderDelay) and racecheck show why that wait is needed.
+  multi_stage_no_release,
 };
+
+/// Whether `kernel` is one of the multi-stage kernels (stages 2..4, a ReaderDelay allowed).
+__host__ __device__ constexpr bool is_multi_stage(Kernel kernel) {
+  return kernel == Kernel::multi_stage || kernel == Kernel::multi_stage_no_release;
+}
 
 /// uint32 elements each thread's share of a batch holds: 64 bytes, as lesson 01's coarse kernel.
 inline constexpr int kElementsPerThread = 16;
@@ -50,7 +64,17 @@ inline constexpr int kMaxStages = 4;
 struct LaunchShape {
   int blocks = 0;
   int threads_per_block = 0;
-  int stages = 1;  ///< 1 for every kernel but multi_stage, which takes kMinStages..kMaxStages
+  int stages = 1;  ///< 1, or kMinStages..kMaxStages for the multi-stage kernels
+};
+
+/// Tests only: how long the multi-stage kernels hold back every warp but the first before it
+/// reads a staged batch (until the first word it reads changes, or this many nanoseconds
+/// have passed). Warp 0 runs ahead and starts the refills; in a correct kernel the empty
+/// barrier keeps them off the batch being read, so the values stay right; in
+/// multi_stage_no_release a refill lands while the batch is read (sm_90: thread 0's bulk
+/// copy refills the whole stage). 0, the default, holds nobody back.
+struct ReaderDelay {
+  unsigned nanoseconds = 0;
 };
 
 /// Elements one block stages per batch: threads x kElementsPerThread (whole groups of 32).
@@ -64,7 +88,7 @@ __host__ __device__ constexpr std::size_t shared_bytes(Kernel kernel, int thread
                                                        int stages = 1) {
   const std::size_t batch = batch_elements(threads_per_block) * sizeof(std::uint32_t);
   if (kernel == Kernel::system_scope) return 0;
-  return kernel == Kernel::multi_stage ? batch * static_cast<std::size_t>(stages) : batch;
+  return is_multi_stage(kernel) ? batch * static_cast<std::size_t>(stages) : batch;
 }
 
 /// Slots of the report array a kernel fills with what its `cuda::memcpy_async` calls
@@ -85,17 +109,26 @@ const char* contract_name(std::uint32_t value);
 /// The kernel's name as the tests print it, e.g. "multi_stage".
 const char* kernel_name(Kernel kernel);
 
-/// Runs the copy-and-compute workload: out[i] = combine(in[i], in[partner_index(i, n)]),
-/// with `kernel`, on `stream`. When `report` is not empty, the kernel writes what its
+/// Prepares a run of the copy-and-compute workload: out[i] = combine(in[i],
+/// in[partner_index(i, n)]), with `kernel`. The returned launch only enqueues the kernel on
+/// the stream it is given. When `report` is not empty, the kernel writes what its
 /// `memcpy_async` calls returned into it (ReportSlot; slots whose call did not happen are
 /// left alone).
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise): `in` and
 /// `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of 32;
-/// blocks >= 1; stages is 1, or kMinStages..kMaxStages for multi_stage; both arrays are
-/// 16-byte aligned (the aligned copies promise it); `report` is empty or holds
-/// kReportSlots elements. Then, before the launch: the shared memory fits the device
-/// (std::invalid_argument otherwise). An empty input launches nothing.
+/// blocks >= 1; stages is 1, or kMinStages..kMaxStages for the multi-stage kernels; both
+/// arrays are 16-byte aligned (the aligned copies promise it); `report` is empty or holds
+/// kReportSlots elements; a non-zero `delay` only for the multi-stage kernels. Then: the
+/// shared memory fits the device (std::invalid_argument otherwise), and the kernel may use
+/// it (cudaFuncSetAttribute). An empty input prepares a launch that enqueues nothing.
+course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
+                                        cuda::std::span<std::uint32_t> out, Kernel kernel,
+                                        LaunchShape shape,
+                                        cuda::std::span<std::uint32_t> report = {},
+                                        ReaderDelay delay = {});
+
+/// prepare_copy_and_compute(in, out, kernel, shape, report) run at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       Kernel kernel, LaunchShape shape, cudaStream_t stream,
                       cuda::std::span<std::uint32_t> report = {});

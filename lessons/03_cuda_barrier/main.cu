@@ -1,10 +1,12 @@
 // Lesson 03 driver: runs the cuda::barrier + cuda::memcpy_async kernels beside lesson 01's
-// register-staged kernel, checks every output element against the CPU reference, prints
-// what each kernel's memcpy_async calls returned (cuda::async_contract_fulfillment), and
-// compares every variant's bandwidth with a device-to-device cudaMemcpy measured in the
-// same run.
+// register-staged kernel through the course harness: every output element checked against the
+// CPU reference, what each kernel's memcpy_async calls returned (cuda::async_contract_fulfillment)
+// printed, and every variant compared with a device-to-device cudaMemcpy and the SM copy roof
+// measured in the same run.
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,8 +25,12 @@ using cuda_barrier::Kernel;
 constexpr int kThreads = 256;
 constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
 constexpr std::uint64_t kQuickElements = 1000003;         // prime: a partial last batch
+constexpr int kDefaultStages = 4;
+// The broken variant's readers wait up to 1 ms per batch for a refill to overwrite what they
+// are about to read (a 16 KB copy lands in microseconds).
+constexpr cuda_barrier::ReaderDelay kBrokenDelay{1000000};
 
-enum class Occupancy { full, one_per_sm };
+enum class Occupancy { full, one_per_sm, broken };
 
 struct VariantSpec {
   const char* name;
@@ -53,14 +59,21 @@ const std::vector<VariantSpec> kVariants = {
     {"system-scope", false, Kernel::system_scope, Occupancy::full,
      "barrier<thread_scope_system>, batch staged in global memory: a synchronous copy"},
     {"multi-stage", false, Kernel::multi_stage, Occupancy::full,
-     "one barrier per stage; stages - 1 batches in flight while one is computed"},
+     "a full and an empty barrier per stage; stages - 1 batches in flight while one is computed"},
     {"multi-stage-1-per-SM", false, Kernel::multi_stage, Occupancy::one_per_sm,
      "multi-stage at one block per SM"},
 };
 
+// DELIBERATELY BROKEN: runs only when --variant names it.
+const VariantSpec kBrokenVariant = {
+    "broken-no-release", false, Kernel::multi_stage_no_release, Occupancy::broken,
+    "DELIBERATELY BROKEN: multi-stage without the wait on the empty barrier; every warp but "
+    "the first is held back before reading a batch, so the refills overwrite batches being read"};
+
 std::vector<std::string> variant_names() {
   std::vector<std::string> names;
   for (const auto& v : kVariants) names.emplace_back(v.name);
+  names.emplace_back(kBrokenVariant.name);
   return names;
 }
 
@@ -69,14 +82,17 @@ std::vector<std::string> variant_names() {
 int main(int argc, char** argv) {
   course::CommonOptions options;
   int blocks_per_sm = 0;
-  std::string stages_text = "4";
+  std::string stages_text;
   course::FlagParser flags(
       "03_cuda_barrier",
       "Lesson 03: cuda::barrier and cuda::memcpy_async. Every variant computes the same\n"
       "copy-and-compute workload in 16 KB batches (256 threads x 64 bytes). '01-' variants are\n"
       "lesson 01's register-staged kernel; the others copy with cuda::memcpy_async bound to a\n"
       "cuda::barrier. On sm_90 an aligned copy (aligned_size_t<16>) with a block-scope barrier\n"
-      "becomes one bulk (TMA) copy per batch. '-1-per-SM' variants launch one block per SM.");
+      "becomes one bulk (TMA) copy per batch. '-1-per-SM' variants launch one block per SM.\n"
+      "'broken-no-release' is DELIBERATELY BROKEN (it refills a stage without waiting for its\n"
+      "empty barrier; racecheck reports it, and on sm_90 its check fails): it never runs unless\n"
+      "--variant names it.");
   flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
                    variant_names());
   flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
@@ -87,7 +103,7 @@ int main(int argc, char** argv) {
   return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
     const std::size_t n =
         options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    const int stages = std::stoi(stages_text);
+    const int stages = stages_text.empty() ? kDefaultStages : std::stoi(stages_text);
     const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
     std::cout << "lesson 03 cuda_barrier: " << n << " uint32 elements, " << kThreads
               << " threads per block, batches of " << cuda_barrier::batch_elements(kThreads)
@@ -107,38 +123,59 @@ int main(int argc, char** argv) {
 
     course::Harness harness("03_cuda_barrier", options, gpu);
     harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
+    harness.roof_sm_copy(out.data(), in.data(), in.bytes());
     harness.baseline("01-coarse");
     harness.headline("multi-stage");
     harness.target({"multi-stage", 0.90});
+    harness.target({"multi-stage", 0.95, course::Yardstick::sm_copy_roof});
 
-    for (const VariantSpec& spec : kVariants) {
-      const int variant_stages = !spec.lesson01 && spec.kernel == Kernel::multi_stage ? stages : 1;
+    std::vector<VariantSpec> specs = kVariants;
+    if (options.variant == kBrokenVariant.name) specs.push_back(kBrokenVariant);
+    for (const VariantSpec& spec : specs) {
+      if (!options.variant.empty() && options.variant != spec.name) continue;
+      const int variant_stages =
+          !spec.lesson01 && cuda_barrier::is_multi_stage(spec.kernel) ? stages : 1;
       const int resident =
           spec.lesson01
               ? register_staged::max_blocks_per_sm(register_staged::Granularity::coarse, kThreads)
               : cuda_barrier::max_blocks_per_sm(spec.kernel, kThreads, variant_stages);
-      const int per_sm = spec.occupancy == Occupancy::one_per_sm
-                             ? 1
-                             : (blocks_per_sm > 0 ? blocks_per_sm : resident);
-      const cuda_barrier::LaunchShape shape{gpu.sm_count * per_sm, kThreads, variant_stages};
-      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
-                << " per SM; at most " << resident << " fit)";
+      if (resident < 1) {
+        throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
+      }
+      int blocks = gpu.sm_count * (blocks_per_sm > 0 ? blocks_per_sm : resident);
+      if (spec.occupancy == Occupancy::one_per_sm) blocks = gpu.sm_count;
+      if (spec.occupancy == Occupancy::broken) {
+        // A refill happens only while a block has more batches than stages: about
+        // 2 x stages batches per block, at most one block per SM.
+        const std::size_t batches = (n + cuda_barrier::batch_elements(kThreads) - 1) /
+                                    cuda_barrier::batch_elements(kThreads);
+        blocks = static_cast<int>(
+            std::clamp<std::size_t>(batches / (2 * static_cast<std::size_t>(stages)), 1,
+                                    static_cast<std::size_t>(gpu.sm_count)));
+      }
+      const cuda_barrier::LaunchShape shape{blocks, kThreads, variant_stages};
+      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (at most " << resident
+                << " per SM fit)";
       if (variant_stages > 1) std::cout << ", " << variant_stages << " stages";
       std::cout << "; " << spec.what << "\n";
 
+      course::Launch launch;
+      if (spec.lesson01) {
+        const register_staged::LaunchShape shape01{shape.blocks, shape.threads_per_block};
+        launch = [&in, &out, shape01](cudaStream_t s) {
+          register_staged::copy_and_compute(in.cspan(), out.span(),
+                                            register_staged::Granularity::coarse, shape01, s);
+        };
+      } else {
+        const cuda_barrier::ReaderDelay delay =
+            spec.occupancy == Occupancy::broken ? kBrokenDelay : cuda_barrier::ReaderDelay{};
+        launch = cuda_barrier::prepare_copy_and_compute(in.cspan(), out.span(), spec.kernel, shape,
+                                                        report.span(), delay);
+      }
       harness.run({
           spec.name,
           course::workload::bytes_moved(n),
-          [&, spec, shape](cudaStream_t s) {
-            if (spec.lesson01) {
-              register_staged::copy_and_compute(in.cspan(), out.span(),
-                                                register_staged::Granularity::coarse,
-                                                {shape.blocks, shape.threads_per_block}, s);
-            } else {
-              cuda_barrier::copy_and_compute(in.cspan(), out.span(), spec.kernel, shape, s,
-                                             report.span());
-            }
-          },
+          launch,
           [&](cudaStream_t s) {
             course::poison(out.data(), out.bytes(), s);
             // 0xFF bytes: every slot reads kNotCalled until its call writes it.

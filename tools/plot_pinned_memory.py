@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Plot lesson 12's bandwidth sweep and break-even fit from the CSVs its executable writes.
+"""Plot lesson 12's bandwidth sweep and small-copy models from the sweep CSV it writes.
 
-    tools/plot_pinned_memory.py SWEEP_CSV [--breakeven CSV] [-o OUT.png]
+    tools/plot_pinned_memory.py SWEEP_CSV [-o OUT.png]
     tools/plot_pinned_memory.py --self-test
 
-`12_pinned_memory --csv FILE` writes FILE_sweep.csv (every host memory kind, H2D and
-D2H, 4 KB up to --size) and FILE_breakeven.csv (microseconds per copy from 4 to 64 KB,
-with the least-squares fit). The picture has three panels: H2D and D2H bandwidth against
-the copy size (log scale), one line per kind of host memory, and the break-even sweep
-with its fitted lines t = overhead + bytes / bandwidth. The break-even CSV is found next
-to the sweep CSV unless --breakeven names it; without one the picture has two panels.
-The PNG goes next to the sweep CSV (same name, .png) unless -o says otherwise.
+`12_pinned_memory --csv FILE.csv` writes FILE_sweep.csv: the course harness's one sweep
+CSV, a row per point, the part in column `sweep`. This script reads two of its sweeps:
+`bandwidth` (every host memory kind, H2D and D2H, 4 KB up to --size: columns direction,
+memory, bytes, rate in GB/s, check) and `breakeven` (microseconds per copy from 4 to
+64 KB, back to back: columns direction, bytes, median_ms per copy, and the model the run
+chose, model_us at that size and its description in `model`). The picture has three
+panels: H2D and D2H bandwidth against the copy size (log scale), one line per kind of
+host memory, and the break-even sweep with the fitted model (a flat part, a straight
+line, or a flat part then a line; no bandwidth is quoted when the fit was not physical).
+Without breakeven rows the picture has two panels. The PNG goes next to the CSV (same
+name, .png) unless -o says otherwise.
 
---self-test plots small synthetic CSVs in a temporary folder and checks the parsing and
+--self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
 that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
 """
 import argparse
@@ -21,10 +25,11 @@ import pathlib
 import sys
 import tempfile
 
-SWEEP_COLUMNS = ["gpu", "direction", "memory", "bytes", "gbps", "check"]
-BREAKEVEN_COLUMNS = ["gpu", "direction", "bytes", "us_per_copy", "fit_overhead_us", "fit_gbps"]
+COMMON_COLUMNS = ["gpu", "sweep", "variant", "median_ms", "rate", "unit", "check"]
+BANDWIDTH_COLUMNS = ["direction", "memory", "bytes"]
+BREAKEVEN_COLUMNS = ["direction", "bytes", "model_us", "model"]
 DIRECTIONS = ["H2D", "D2H"]
-# The kinds in the order the executable prints them; pageable stands out, the pinned
+# The kinds in the order the executable runs them; pageable stands out, the pinned
 # kinds share one family of markers (most of them lie on top of each other).
 STYLES = {
     "pageable": {"color": "tab:red", "marker": "o", "linewidth": 2.0},
@@ -37,41 +42,55 @@ STYLES = {
 }
 
 
-def read_rows(path, required):
+def read_rows(path):
+    """The rows of the sweep CSV, checked for the harness's columns."""
     with open(path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     if not rows:
         raise ValueError(f"{path}: no rows")
-    missing = [column for column in required if column not in rows[0]]
+    missing = [column for column in COMMON_COLUMNS if column not in rows[0]]
     if missing:
-        raise ValueError(f"{path}: missing columns {missing}")
+        raise ValueError(f"{path}: missing columns {missing} (is it the harness's sweep CSV?)")
     return rows
 
 
-def read_sweep(path):
+def rows_of(rows, path, sweep, columns):
+    chosen = [row for row in rows if row["sweep"] == sweep]
+    if chosen:
+        missing = [column for column in columns if column not in chosen[0]]
+        if missing:
+            raise ValueError(f"{path}: sweep {sweep!r} lacks columns {missing}")
+    return chosen
+
+
+def read_bandwidth(rows, path):
     """{"gpu": name, "H2D": {memory: [(bytes, gbps, check)]}, "D2H": {...}}, sorted by size."""
-    rows = read_rows(path, SWEEP_COLUMNS)
     data = {"gpu": rows[0]["gpu"], "H2D": {}, "D2H": {}}
-    for row in rows:
+    for row in rows_of(rows, path, "bandwidth", BANDWIDTH_COLUMNS):
         if row["direction"] not in DIRECTIONS:
             raise ValueError(f"{path}: unknown direction {row['direction']!r}")
+        if row["unit"] != "GB/s":
+            raise ValueError(f"{path}: bandwidth in {row['unit']!r}, expected GB/s")
         data[row["direction"]].setdefault(row["memory"], []).append(
-            (int(row["bytes"]), float(row["gbps"]), row["check"]))
+            (int(row["bytes"]), float(row["rate"]), row["check"]))
     for direction in DIRECTIONS:
         for points in data[direction].values():
             points.sort()
     return data
 
 
-def read_breakeven(path):
-    """{"H2D": {"points": [(bytes, us)], "fit": (overhead_us, gbps) or None}, "D2H": {...}}."""
-    rows = read_rows(path, BREAKEVEN_COLUMNS)
-    data = {direction: {"points": [], "fit": None} for direction in DIRECTIONS}
-    for row in rows:
+def read_breakeven(rows, path):
+    """{"H2D": {"points": [(bytes, us, model_us)], "model": text}, "D2H": {...}}; None
+    when the CSV has no breakeven rows."""
+    chosen = rows_of(rows, path, "breakeven", BREAKEVEN_COLUMNS)
+    if not chosen:
+        return None
+    data = {direction: {"points": [], "model": ""} for direction in DIRECTIONS}
+    for row in chosen:
         entry = data[row["direction"]]
-        entry["points"].append((int(row["bytes"]), float(row["us_per_copy"])))
-        if row["fit_overhead_us"] and row["fit_gbps"]:
-            entry["fit"] = (float(row["fit_overhead_us"]), float(row["fit_gbps"]))
+        model_us = float(row["model_us"]) if row["model_us"] else None
+        entry["points"].append((int(row["bytes"]), float(row["median_ms"]) * 1e3, model_us))
+        entry["model"] = row["model"]
     for entry in data.values():
         entry["points"].sort()
     return data
@@ -84,7 +103,7 @@ def size_label(value, _position=None):
     return f"{value:g} B"
 
 
-def plot(sweep, breakeven, out):
+def plot(bandwidth, breakeven, out):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -94,7 +113,7 @@ def plot(sweep, breakeven, out):
     panels = 3 if breakeven else 2
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.8))
     for ax, direction in zip(axes, DIRECTIONS):
-        for memory, points in sweep[direction].items():
+        for memory, points in bandwidth[direction].items():
             style = STYLES.get(memory, {"marker": "x"})
             xs = [p[0] for p in points]
             ax.plot(xs, [p[1] for p in points], label=memory, markersize=4, **style)
@@ -118,21 +137,22 @@ def plot(sweep, breakeven, out):
             entry = breakeven[direction]
             if not entry["points"]:
                 continue
-            xs = [p[0] for p in entry["points"]]
-            ax.plot([x / 1024 for x in xs], [p[1] for p in entry["points"]], "o",
-                    color=colors[direction], label=f"{direction} measured")
-            if entry["fit"]:
-                overhead, gbps = entry["fit"]
-                line = [overhead + x / (gbps * 1e3) for x in xs]
-                ax.plot([x / 1024 for x in xs], line, "-", color=colors[direction],
-                        label=f"{direction} fit: {overhead:.2f} us + bytes / {gbps:.1f} GB/s")
+            kb = [p[0] / 1024 for p in entry["points"]]
+            ax.plot(kb, [p[1] for p in entry["points"]], "o", color=colors[direction],
+                    label=f"{direction} measured")
+            model = [(x, p[2]) for x, p in zip(kb, entry["points"]) if p[2] is not None]
+            if model:
+                # A step is drawn as a step: no line joins the flat part to the rising one.
+                ax.plot([m[0] for m in model], [m[1] for m in model], "-",
+                        drawstyle="steps-mid" if entry["model"].startswith("step") else "default",
+                        color=colors[direction], label=f"{direction} {entry['model']}")
         ax.set_xlabel("KB per copy (pinned memory, back-to-back cudaMemcpyAsync)")
         ax.set_ylabel("us per copy")
         ax.set_title("small-copy overhead: the break-even sweep")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"Lesson 12, pinned memory: {sweep['gpu']}")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Lesson 12, pinned memory: {bandwidth['gpu']}")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -146,33 +166,55 @@ def self_test():
         return 77
     with tempfile.TemporaryDirectory() as folder:
         folder = pathlib.Path(folder)
-        sweep_path = folder / "12_pinned_memory_sweep.csv"
-        breakeven_path = folder / "12_pinned_memory_breakeven.csv"
-        # Synthetic, from the overhead model itself: never committed, never shown as data.
-        with open(sweep_path, "w", encoding="utf-8") as out:
-            out.write("lesson,gpu,direction,memory,bytes,median_ms,gbps,check\n")
+        path = folder / "12_pinned_memory_sweep.csv"
+        # Synthetic, from the models themselves: never committed, never shown as data. The
+        # columns are those the harness writes (the union of every sweep's parameters).
+        header = ("lesson,gpu,sweep,memory,api,page_locked,direction,bytes,in_flight,until,"
+                  "access,call,copies,model_us,model,variant,median_ms,rate,unit,of_reference,"
+                  "of_roof,vs_baseline,check\n")
+        step = "step: 2.00 us flat up to 36 KB; from 40 KB on 1.20 us + bytes / 40.00 GB/s"
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(header)
+            out.write("12_pinned_memory,Test GPU,reference,,,,,,,,,,,,,H2D pinned (reference),"
+                      "4.8,55.9,GB/s,1.0000,,,ref\n")
+            out.write("12_pinned_memory,Test GPU,allocation,pinned,cudaMallocHost,yes,,,,,,,,,,"
+                      "\"pinned (cudaMallocHost), page-locked\",90.0,2.9,GB/s,0.05,,0.4,-\n")
             for direction in DIRECTIONS:
                 for memory, peak in (("pageable", 10.0), ("pinned", 50.0)):
                     for power in range(12, 21):
                         size = 1 << power
                         ms = (2.5 + size / (peak * 1e3)) / 1e3
-                        out.write(f"12_pinned_memory,Test GPU,{direction},{memory},{size},"
-                                  f"{ms:.6f},{size / ms / 1e6:.3f},PASS\n")
-        with open(breakeven_path, "w", encoding="utf-8") as out:
-            out.write("lesson,gpu,direction,bytes,us_per_copy,fit_overhead_us,fit_gbps,fit_r2\n")
-            for direction in DIRECTIONS:
+                        gbps = size / ms / 1e6
+                        out.write(f"12_pinned_memory,Test GPU,bandwidth,{memory},,,{direction},"
+                                  f"{size},,,,,,,,{direction} {memory} {size},{ms:.6f},"
+                                  f"{gbps:.3f},GB/s,{gbps / 55.9:.4f},,,PASS\n")
                 for k in range(1, 17):
                     size = 4096 * k
-                    out.write(f"12_pinned_memory,Test GPU,{direction},{size},"
-                              f"{2.5 + size / 5e4:.4f},2.5,50.0,1.0\n")
-        sweep = read_sweep(sweep_path)
-        assert sweep["gpu"] == "Test GPU"
-        assert len(sweep["H2D"]["pinned"]) == 9 and sweep["H2D"]["pinned"][0][0] == 4096
-        breakeven = read_breakeven(breakeven_path)
-        assert breakeven["D2H"]["fit"] == (2.5, 50.0)
+                    us = 2.0 if size <= 36864 else 1.2 + size / 4e4
+                    out.write(f"12_pinned_memory,Test GPU,breakeven,,,,{direction},{size},,,,,"
+                              f"200,{us:.4f},\"{step}\",{direction} {k * 4} KB,{us / 1e3:.6f},"
+                              f"{size / us / 1e3:.3f},GB/s,0.01,,,PASS\n")
+        rows = read_rows(path)
+        bandwidth = read_bandwidth(rows, path)
+        assert bandwidth["gpu"] == "Test GPU"
+        assert len(bandwidth["H2D"]["pinned"]) == 9 and bandwidth["H2D"]["pinned"][0][0] == 4096
+        assert "allocation" not in str(bandwidth)
+        breakeven = read_breakeven(rows, path)
         assert len(breakeven["H2D"]["points"]) == 16
+        assert breakeven["D2H"]["model"] == step
+        first = breakeven["D2H"]["points"][0]
+        assert first[0] == 4096 and abs(first[1] - 2.0) < 1e-9 and abs(first[2] - 2.0) < 1e-9
+        # A CSV of another lesson (no `sweep` column) is refused with a clear message.
+        other = folder / "other.csv"
+        other.write_text("lesson,gpu,direction,memory,bytes,gbps,check\nx,y,H2D,p,1,1,PASS\n",
+                         encoding="utf-8")
+        try:
+            read_rows(other)
+            raise AssertionError("a CSV without the harness's columns was accepted")
+        except ValueError as error:
+            assert "missing columns" in str(error)
         out = folder / "plot.png"
-        plot(sweep, breakeven, out)
+        plot(bandwidth, breakeven, out)
         assert out.stat().st_size > 1000, "no picture written"
     print("self-test passed")
     return 0
@@ -180,26 +222,22 @@ def self_test():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_csv", nargs="?")
-    parser.add_argument("--breakeven", help="the break-even CSV (default: next to the sweep CSV)")
-    parser.add_argument("-o", "--output", help="the PNG to write (default: next to the sweep CSV)")
+    parser.add_argument("sweep_csv", nargs="?", help="FILE_sweep.csv of 12_pinned_memory --csv FILE.csv")
+    parser.add_argument("-o", "--output", help="the PNG to write (default: next to the CSV)")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     if args.self_test:
         return self_test()
     if not args.sweep_csv:
         parser.error("SWEEP_CSV is required (or --self-test)")
-    sweep_path = pathlib.Path(args.sweep_csv)
-    breakeven_path = pathlib.Path(args.breakeven) if args.breakeven else pathlib.Path(
-        str(sweep_path).replace("_sweep.csv", "_breakeven.csv"))
-    breakeven = None
-    if breakeven_path != sweep_path and breakeven_path.exists():
-        breakeven = read_breakeven(breakeven_path)
-    elif args.breakeven:
-        sys.exit(f"{breakeven_path}: not found")
-    out = pathlib.Path(args.output) if args.output else sweep_path.with_suffix(".png")
+    path = pathlib.Path(args.sweep_csv)
+    rows = read_rows(path)
+    bandwidth = read_bandwidth(rows, path)
+    if not bandwidth["H2D"] and not bandwidth["D2H"]:
+        sys.exit(f"{path}: no bandwidth rows (was the run limited with --part?)")
+    out = pathlib.Path(args.output) if args.output else path.with_suffix(".png")
     try:
-        plot(read_sweep(sweep_path), breakeven, out)
+        plot(bandwidth, read_breakeven(rows, path), out)
     except ImportError:
         print("matplotlib is not installed")
         return 77

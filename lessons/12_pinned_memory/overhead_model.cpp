@@ -164,7 +164,7 @@ std::string describe(const CopyCostFit& fit) {
   }
   text += fixed(fit.intercept_us, 2) + " us + bytes / ";
   if (fit.physical) return text + fixed(fit.bandwidth_gbps, 2) + " GB/s";
-  return text + "(a rate faster than a large copy over this link: not physical, no bandwidth)";
+  return text + "a rate above a large copy's over this link (not physical: no bandwidth)";
 }
 
 std::string human_bytes(double bytes) {

@@ -82,7 +82,9 @@ CopyCostFit fit_copy_cost(const std::vector<double>& bytes, const std::vector<do
 double model_us(const CopyCostFit& fit, double bytes);
 
 /// One line describing the fit, with no bandwidth unless it is physical, e.g.
-/// "step: 2.01 us flat up to 28 KB; from 32 KB on 1.23 us + bytes / 37.90 GB/s".
+/// "step: 2.01 us flat up to 28 KB; from 32 KB on 1.23 us + bytes / 37.90 GB/s", or for a
+/// rate above the link's "line: 1.68 us + bytes / a rate above a large copy's over this link
+/// (not physical: no bandwidth)".
 std::string describe(const CopyCostFit& fit);
 
 /// "4 KB", "1.5 MB", "256 MB" (K = 1024).

@@ -8,6 +8,9 @@
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "course/check.h"
 #include "course/data.h"
@@ -193,12 +196,13 @@ CopyCostFit report_fits(Direction d, const std::vector<double>& xs, const std::v
     if (physical_bandwidth(line.bandwidth_gbps, link_gbps)) {
       std::cout << course::fixed(line.bandwidth_gbps, 2)
                 << " GB/s = " << course::fixed(line.bandwidth_gbps / link_gbps, 3)
-                << " x the large copy, r^2 " << course::fixed(line.r_squared, 4)
-                << "; break-even (TODO 5) " << human_bytes(break_even_bytes(line)) << "\n";
+                << " x the large copy, r^2 " << course::fixed(line.r_squared, 4);
+      const double even = break_even_bytes(line);
+      std::cout << "; break-even (TODO 5) "
+                << (even > 0 ? human_bytes(even) : "none (the overhead is not positive)") << "\n";
     } else {
-      std::cout << "(r^2 " << course::fixed(line.r_squared, 4)
-                << "): its slope means no rate up to the large copy's: not physical, no "
-                   "bandwidth and no break-even\n";
+      std::cout << "a rate above the large copy's, r^2 " << course::fixed(line.r_squared, 4)
+                << ": not physical, so no bandwidth and no break-even\n";
     }
   } catch (const std::exception& e) {
     std::cout << "none (" << e.what() << ")\n";
@@ -236,11 +240,12 @@ void time_small_copies(course::Harness& harness, const CopyBench& bench, bool qu
   bench.refill(host);
   course::fill_hash(device.span(), seed, stream);
   COURSE_CHECK(cudaStreamSynchronize(stream));
-  std::cout << "\nSmall copies (pinned memory, host clock, medians of " << reps << " loops):\n";
+  std::cout << "\nSmall copies (pinned memory, host clock, medians of " << reps
+            << " loops; their rows are in the tables below):\n";
 
   // 1. Per-call costs of 4-byte copies: the destination's first word is poisoned, then
   //    every copy writes hash32(0, seed) into it.
-  std::cout << "  per call of a 4-byte copy (" << calls << " back to back):";
+  std::vector<std::string> per_call;
   for (const bool async : {true, false}) {
     for (const Direction d : kDirections) {
       if (d == Direction::h2d) {
@@ -270,11 +275,13 @@ void time_small_copies(course::Harness& harness, const CopyBench& bench, bool qu
                             {"bytes", "4"},
                             {"copies", std::to_string(calls)}},
                            what, us / 1e3, 4, check);
-      std::cout << " " << call << " " << label(d) << " " << course::fixed(us, 2) << " us"
-                << (async && d == Direction::d2h ? ";" : "");
+      per_call.push_back(course::fixed(us, 2) + " us");
     }
   }
-  std::cout << "\n";
+  std::cout << "  per call of a 4-byte copy, " << calls << " calls in a row: cudaMemcpyAsync H2D "
+            << per_call[0] << ", D2H " << per_call[1]
+            << " (back to back, one wait at the end); cudaMemcpy H2D " << per_call[2] << ", D2H "
+            << per_call[3] << " (each call waits)\n";
 
   // 2. The break-even sweep, its two models, and the link they must not outrun.
   const std::vector<std::size_t> sizes = break_even_sizes();

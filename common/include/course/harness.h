@@ -72,7 +72,8 @@ class Harness {
   void reference_d2d_copy(void* dst, const void* src, std::size_t bytes);
   /// The second yardstick of every copy-and-compute lesson: the SM copy roof
   /// (course/roof.h) over the same `bytes`, best of a few launch shapes, in this run.
-  /// Adds the "x SM copy roof" column to the table. Both pointers 16-byte aligned.
+  /// Adds the "x SM copy roof" column to the table. Both pointers 16-byte aligned; a size
+  /// that is not a multiple of 16 is rounded down (the roof is a rate, per byte).
   void roof_sm_copy(void* dst, const void* src, std::size_t bytes);
   /// The unit of the rate column: the rate is amount / seconds / `amount_per_unit`
   /// (default "GB/s" with 1e9: a Variant's amount is then its bytes).

@@ -354,11 +354,14 @@ TEST(WarpEntanglementShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
   we::LanePaths bad_paths = paths;
   bad_paths.path[0] = -1;
   const auto bad_mode = static_cast<CommitMode>(7);
-  for (bool evidence : {false, true}) {
+  enum class Entry { launch, prepare, evidence };
+  for (Entry entry : {Entry::launch, Entry::prepare, Entry::evidence}) {
     auto launch = [&](cuda::std::span<const std::uint32_t> i, cuda::std::span<std::uint32_t> o,
                       CommitMode m, const we::LanePaths& p, LaunchShape s) {
-      if (evidence) {
+      if (entry == Entry::evidence) {
         (void)we::copy_and_compute_with_evidence(i, o, m, p, s, 0);
+      } else if (entry == Entry::prepare) {
+        (void)we::prepare_copy_and_compute(i, o, m, p, s);  // the checks, before any launch
       } else {
         we::copy_and_compute(i, o, m, p, s, 0);
       }
@@ -381,6 +384,8 @@ TEST(WarpEntanglementShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
 TEST(WarpEntanglementShape, EmptyInputLaunchesNothing) {
   EXPECT_NO_THROW(
       we::copy_and_compute({}, {}, CommitMode::diverged, we::fully_diverged(), {1, 256}, 0));
+  EXPECT_NO_THROW(
+      we::prepare_copy_and_compute({}, {}, CommitMode::converged, we::one_path(), {1, 256})(0));
   const we::Evidence e = we::copy_and_compute_with_evidence({}, {}, CommitMode::diverged,
                                                             we::fully_diverged(), {1, 256}, 0);
   EXPECT_EQ(e.warps, 0u);

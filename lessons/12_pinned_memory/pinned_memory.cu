@@ -1,7 +1,7 @@
 // Your exercise: fill in the TODOs of this file only; the rest of the lesson is read-only (generated from solutions/12_pinned_memory/pinned_memory.cu by ./course sync).
-// Your exercise: the TODOs in this file. The buffers' other members, the measurements and
-// the verifier (pinned_memory_launch.cu), the models and reports (overhead_model.cpp,
-// pinned_memory_parts.cu), the driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. The rest of the API (pinned_memory_launch.cu), the
+// measurements and models (pinned_memory_parts.cu, small_copies.cu, overhead_model.cpp), the
+// driver (main.cu) and the tests are read-only.
 //
 // Lesson 12: pinned memory and small-copy overhead.
 //

@@ -1,5 +1,6 @@
 /// \file pinned_memory_parts.h
-/// \brief Lesson 12: the driver's measurements (read-only; pinned_memory_parts.cu).
+/// \brief Lesson 12: the driver's measurements (read-only; pinned_memory_parts.cu, and
+/// small_copies.cu for part 5).
 ///
 /// The copies main.cu checks and times through the harness, and the parts it times with
 /// the host clock: when cudaMemcpyAsync returns, what the CPU sees of host memory, and
@@ -17,6 +18,7 @@
 
 #include "course/buffers.h"
 #include "course/harness.h"
+#include "course/stats.h"
 #include "pinned_memory.cuh"
 
 namespace pinned_memory {
@@ -26,6 +28,21 @@ inline constexpr Direction kDirections[] = {Direction::h2d, Direction::d2h};
 
 /// "H2D", "D2H".
 const char* label(Direction d);
+
+/// "PASS", or "FAIL" after printing what differed (prefixed by `what`) on std::cerr.
+std::string check_text(const course::Comparison& c, const std::string& what);
+
+/// The first `n` words of `actual` (host memory) against `expected`, exactly.
+course::Comparison compare_host(const std::vector<std::uint32_t>& expected,
+                                const std::uint32_t* actual, std::size_t n);
+
+/// The median of `reps` calls of `measure()`.
+template <class Measure>
+double median_of(int reps, Measure&& measure) {
+  std::vector<double> samples;
+  for (int r = 0; r < reps; ++r) samples.push_back(measure());
+  return course::median(samples);
+}
 
 /// The device side and the data of the copies: `bytes` bytes of hash32(i, seed) on the
 /// device for D2H copies to read, a device target for H2D copies, and the same words on

@@ -1,0 +1,215 @@
+// Lesson 12, part 5: what one small copy costs (read-only; pinned_memory_parts.h says
+// what it measures). The rows go to the harness; the two models of the break-even sweep,
+// your straight line (TODO 4) and the step model (overhead_model.h), are printed here,
+// each judged against a large copy over the same link.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "course/check.h"
+#include "course/data.h"
+#include "course/table.h"
+#include "overhead_model.h"
+#include "pinned_memory_parts.h"
+
+namespace pinned_memory {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The two models of one direction's break-even sweep, printed against the link.
+CopyCostFit report_fits(Direction d, const std::vector<double>& xs, const std::vector<double>& us,
+                        double link_gbps, std::size_t large_bytes) {
+  std::cout << "  " << label(d) << ", " << human_bytes(xs.front()) << " to "
+            << human_bytes(xs.back()) << " (a large pinned " << label(d) << " copy of "
+            << human_bytes(static_cast<double>(large_bytes)) << " runs at "
+            << course::fixed(link_gbps, 2) << " GB/s in this run):\n"
+            << "    straight line (TODO 4): ";
+  try {
+    const OverheadModel line = fit_overhead(xs, us);
+    std::cout << course::fixed(line.overhead_us, 3) << " us + bytes / ";
+    if (physical_bandwidth(line.bandwidth_gbps, link_gbps)) {
+      std::cout << course::fixed(line.bandwidth_gbps, 2)
+                << " GB/s = " << course::fixed(line.bandwidth_gbps / link_gbps, 3)
+                << " x the large copy, r^2 " << course::fixed(line.r_squared, 4);
+      const double even = break_even_bytes(line);
+      std::cout << "; break-even (TODO 5) "
+                << (even > 0 ? human_bytes(even) : "none (the overhead is not positive)") << "\n";
+    } else {
+      std::cout << "a rate above the large copy's, r^2 " << course::fixed(line.r_squared, 4)
+                << ": not physical, so no bandwidth and no break-even\n";
+    }
+  } catch (const std::exception& e) {
+    std::cout << "none (" << e.what() << ")\n";
+  }
+  const CopyCostFit fit = fit_copy_cost(xs, us, link_gbps);
+  std::cout << "    best shape: " << describe(fit) << " (rms residual "
+            << course::fixed(fit.rms_residual_us, 3) << " us)\n";
+  if (fit.shape == CostShape::step && fit.physical) {
+    const double even = break_even_bytes(OverheadModel{fit.intercept_us, fit.bandwidth_gbps, 0});
+    if (even > 0) {
+      std::cout << "    break-even of the rising part (TODO 5): "
+                << human_bytes(std::max(even, fit.rising_from_bytes)) << "\n";
+    }
+  }
+  return fit;
+}
+
+}  // namespace
+
+void time_small_copies(course::Harness& harness, const CopyBench& bench, bool quick) {
+  const int calls = quick ? 4 : 1000;  // copies per timed loop, per-call costs
+  const int copies = quick ? 3 : 200;  // copies per timed loop, break-even sweep
+  const int reps = quick ? 1 : 5;      // loops per figure (the median is reported)
+  const std::size_t batch_total = quick ? (64u << 10) : (1u << 20);
+  const std::size_t small = std::max<std::size_t>(64u << 10, batch_total);
+  const std::vector<std::uint32_t>& expected = bench.expected();
+  if (expected.size() * 4 < small) throw std::logic_error("time_small_copies: too little data");
+  const cudaStream_t stream = bench.stream();
+  const std::uint32_t seed = bench.seed();
+
+  // The lesson's own pinned memory (in the starter it is pageable, and the figures show it).
+  HostBuffer host(HostMemory::pinned, small);
+  course::DeviceBuffer<std::uint32_t> device(small / 4);
+  const std::uint32_t* words = host.words().data();
+  bench.refill(host);
+  course::fill_hash(device.span(), seed, stream);
+  COURSE_CHECK(cudaStreamSynchronize(stream));
+  std::cout << "\nSmall copies (pinned memory, host clock, medians of " << reps
+            << " loops; their rows are in the tables below):\n";
+
+  // 1. Per-call costs of 4-byte copies: the destination's first word is poisoned, then
+  //    every copy writes hash32(0, seed) into it.
+  std::vector<std::string> per_call;
+  for (const bool async : {true, false}) {
+    for (const Direction d : kDirections) {
+      if (d == Direction::h2d) {
+        course::poison(device.data(), 4, stream);
+        COURSE_CHECK(cudaStreamSynchronize(stream));
+      } else {
+        std::memset(host.data(), course::kPoisonByte, 4);
+      }
+      void* dst = d == Direction::h2d ? static_cast<void*>(device.data()) : host.data();
+      const void* src = d == Direction::h2d ? host.data() : static_cast<const void*>(device.data());
+      const cudaMemcpyKind kind =
+          d == Direction::h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+      const double us = median_of(reps, [&] {
+        return async ? async_copy_us_per_call(dst, src, 4, kind, stream, calls)
+                     : sync_copy_us_per_call(dst, src, 4, kind, calls);
+      });
+      const std::string call = async ? "cudaMemcpyAsync" : "cudaMemcpy";
+      const std::string what =
+          "4-byte " + call + " " + label(d) + (async ? ", back to back" : " (each call waits)");
+      const std::string check =
+          check_text(d == Direction::h2d ? verify_hash(device.data(), 1, seed, stream)
+                                         : compare_host(expected, words, 1),
+                     what);
+      harness.record_sweep("per-call cost",
+                           {{"call", call},
+                            {"direction", label(d)},
+                            {"bytes", "4"},
+                            {"copies", std::to_string(calls)}},
+                           what, us / 1e3, 4, check);
+      per_call.push_back(course::fixed(us, 2) + " us");
+    }
+  }
+  std::cout << "  per call of a 4-byte copy, " << calls << " calls in a row: cudaMemcpyAsync H2D "
+            << per_call[0] << ", D2H " << per_call[1]
+            << " (back to back, one wait at the end); cudaMemcpy H2D " << per_call[2] << ", D2H "
+            << per_call[3] << " (each call waits)\n";
+
+  // 2. The break-even sweep, its two models, and the link they must not outrun.
+  const std::vector<std::size_t> sizes = break_even_sizes();
+  const std::vector<double> xs(sizes.begin(), sizes.end());
+  CopyCostFit h2d_fit;
+  for (const Direction d : kDirections) {
+    if (d == Direction::h2d) {
+      course::poison(device.data(), device.bytes(), stream);
+      COURSE_CHECK(cudaStreamSynchronize(stream));
+    } else {
+      std::memset(host.data(), course::kPoisonByte, host.bytes());
+    }
+    void* dst = d == Direction::h2d ? static_cast<void*>(device.data()) : host.data();
+    const void* src = d == Direction::h2d ? host.data() : static_cast<const void*>(device.data());
+    const cudaMemcpyKind kind =
+        d == Direction::h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    std::vector<double> us;
+    for (const std::size_t bytes : sizes) {
+      us.push_back(median_of(
+          reps, [&] { return async_copy_us_per_call(dst, src, bytes, kind, stream, copies); }));
+    }
+    // The largest size covers the others: every word of it must hold the data now.
+    const std::size_t n = sizes.back() / 4;
+    const std::string check =
+        check_text(d == Direction::h2d ? verify_hash(device.data(), n, seed, stream)
+                                       : compare_host(expected, words, n),
+                   std::string("break-even sweep ") + label(d));
+    const double link_gbps = bench.large_pinned_gbps(d, harness.warmup(), harness.iters());
+    const CopyCostFit fit = report_fits(d, xs, us, link_gbps, bench.bytes());
+    if (d == Direction::h2d) h2d_fit = fit;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      harness.record_sweep("breakeven",
+                           {{"direction", label(d)},
+                            {"bytes", std::to_string(sizes[i])},
+                            {"copies", std::to_string(copies)},
+                            {"model_us", course::fixed(model_us(fit, xs[i]), 4)},
+                            {"model", describe(fit)}},
+                           std::string(label(d)) + " " + human_bytes(xs[i]) + ", back to back",
+                           us[i] / 1e3, xs[i], check);
+    }
+  }
+
+  // 3. Batching: the same bytes as many small copies or as one.
+  const std::size_t piece = 4096;
+  const std::size_t pieces = batch_total / piece;
+  const std::string total = human_bytes(static_cast<double>(batch_total));
+  const auto checked = [&](const std::string& what) {
+    return check_text(verify_hash(device.data(), batch_total / 4, seed, stream), what);
+  };
+  bench.refill(host);
+  course::poison(device.data(), device.bytes(), stream);
+  const double many_us = median_of(reps, [&] {
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    const Clock::time_point start = Clock::now();
+    for (std::size_t i = 0; i < pieces; ++i) {
+      COURSE_CHECK(cudaMemcpyAsync(reinterpret_cast<char*>(device.data()) + i * piece,
+                                   static_cast<const char*>(host.data()) + i * piece, piece,
+                                   cudaMemcpyHostToDevice, stream));
+    }
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  });
+  const std::string many_check = checked("batched H2D, many copies");
+  course::poison(device.data(), device.bytes(), stream);
+  const double one_us = median_of(reps, [&] {
+    return async_copy_us_per_call(device.data(), host.data(), batch_total, cudaMemcpyHostToDevice,
+                                  stream, 1);
+  });
+  const std::string one_check = checked("batched H2D, one copy");
+  harness.record_sweep("batching",
+                       {{"direction", "H2D"},
+                        {"bytes", std::to_string(batch_total)},
+                        {"copies", std::to_string(pieces)}},
+                       total + " H2D as " + std::to_string(pieces) + " copies of 4 KB",
+                       many_us / 1e3, static_cast<double>(batch_total), many_check);
+  harness.record_sweep(
+      "batching", {{"direction", "H2D"}, {"bytes", std::to_string(batch_total)}, {"copies", "1"}},
+      total + " H2D as one copy", one_us / 1e3, static_cast<double>(batch_total), one_check);
+  std::cout << "  " << total << " H2D as " << pieces
+            << " copies of 4 KB: " << course::fixed(many_us, 1)
+            << " us; as one copy: " << course::fixed(one_us, 1) << " us ("
+            << course::fixed(one_us > 0 ? many_us / one_us : 0, 1) << " x faster)";
+  if (h2d_fit.shape != CostShape::flat && h2d_fit.physical) {
+    std::cout << "; the H2D model above predicts "
+              << course::fixed(static_cast<double>(pieces) * model_us(h2d_fit, piece), 1)
+              << " us and " << course::fixed(model_us(h2d_fit, static_cast<double>(batch_total)), 1)
+              << " us";
+  }
+  std::cout << "\n";
+}
+
+}  // namespace pinned_memory

@@ -133,7 +133,9 @@ int main(int argc, char** argv) {
           course::workload::bytes_moved(n),
           std::move(run),
           [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&] { return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan())); },
+          [&] {
+            return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+          },
       };
     };
     auto lesson01 = [&](register_staged::LaunchShape shape) -> course::Launch {
@@ -158,12 +160,12 @@ int main(int argc, char** argv) {
       if (resident < 1) {
         throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
       }
-      std::string what =
-          spec.lesson01 ? "lesson 01's register-staged kernel, 1 buffer of 16 KB"
-                        : std::to_string(stages) + " stages of " +
-                              kilobytes(batch_bytes(kVectorsPerThread)) + " (" +
-                              kilobytes(pipeline_multi_stage::shared_bytes(config, kThreads)) +
-                              " of shared memory)";
+      std::string what = spec.lesson01
+                             ? "lesson 01's register-staged kernel, 1 buffer of 16 KB"
+                             : std::to_string(stages) + " stages of " +
+                                   kilobytes(batch_bytes(kVectorsPerThread)) + " (" +
+                                   kilobytes(pipeline_multi_stage::shared_bytes(config, kThreads)) +
+                                   " of shared memory)";
       int per_sm = spec.one_block_per_sm ? 1 : resident;
       int blocks = gpu.sm_count * per_sm;
       if (spec.interface == Interface::broken_one_stage_too_many) {
@@ -187,8 +189,8 @@ int main(int argc, char** argv) {
     if (!no_sweeps && options.variant.empty()) {
       const register_staged::LaunchShape one_per_sm{gpu.sm_count, kThreads};
       auto point = [&](const std::string& sweep, const Config& config) {
-        const std::string label = std::string(pipeline_multi_stage::name(config.interface)) +
-                                  ", " + std::to_string(config.stages) + " stages, " +
+        const std::string label = std::string(pipeline_multi_stage::name(config.interface)) + ", " +
+                                  std::to_string(config.stages) + " stages, " +
                                   kilobytes(batch_bytes(config.vectors_per_thread));
         if (pipeline_multi_stage::max_blocks_per_sm(config, kThreads) < 1) {
           std::cout << "  " << sweep << " sweep, " << label << ": skipped, "

@@ -42,9 +42,9 @@ void require_valid_config(const Config& config, int threads_per_block) {
   course::require(config.stages >= kMinStages && config.stages <= kMaxStages, kWhere,
                   "stages must be in [" + std::to_string(kMinStages) + ", " +
                       std::to_string(kMaxStages) + "], got " + std::to_string(config.stages));
-  course::require(valid_vectors_per_thread(config.vectors_per_thread), kWhere,
-                  "vectors_per_thread must be 1, 2, 4 or 8, got " +
-                      std::to_string(config.vectors_per_thread));
+  course::require(
+      valid_vectors_per_thread(config.vectors_per_thread), kWhere,
+      "vectors_per_thread must be 1, 2, 4 or 8, got " + std::to_string(config.vectors_per_thread));
   course::require(
       threads_per_block >= 32 && threads_per_block <= 1024 && threads_per_block % 32 == 0, kWhere,
       "threads_per_block must be a multiple of 32 in [32, 1024], got " +
@@ -56,9 +56,9 @@ void require_valid_config(const Config& config, int threads_per_block) {
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
                                         LaunchShape shape) {
-  course::require(in.size() == out.size(), kWhere,
-                  "in has " + std::to_string(in.size()) + " elements, out " +
-                      std::to_string(out.size()));
+  course::require(
+      in.size() == out.size(), kWhere,
+      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
   require_valid_config(config, shape.threads_per_block);
   course::require(shape.blocks >= 1, kWhere,
                   "blocks must be >= 1, got " + std::to_string(shape.blocks));

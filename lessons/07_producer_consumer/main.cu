@@ -101,10 +101,9 @@ int main(int argc, char** argv) {
 
   auto validate = [&] {
     if (stages < producer_consumer::kMinStages || stages > producer_consumer::kMaxStages) {
-      throw course::UsageError("--stages must be in [" +
-                               std::to_string(producer_consumer::kMinStages) + ", " +
-                               std::to_string(producer_consumer::kMaxStages) + "], got " +
-                               std::to_string(stages));
+      throw course::UsageError(
+          "--stages must be in [" + std::to_string(producer_consumer::kMinStages) + ", " +
+          std::to_string(producer_consumer::kMaxStages) + "], got " + std::to_string(stages));
     }
   };
 
@@ -138,7 +137,9 @@ int main(int argc, char** argv) {
           course::workload::bytes_moved(n),
           std::move(run),
           [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&] { return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan())); },
+          [&] {
+            return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+          },
       };
     };
     auto partitioned_config = [&](int producer_warps, int consumer_warps) {
@@ -166,7 +167,8 @@ int main(int argc, char** argv) {
         const auto config = partitioned_config(spec.producer_warps, spec.consumer_warps);
         resident = producer_consumer::max_blocks_per_sm(config);
         prepare = [&, config](int blocks) {
-          return producer_consumer::prepare_copy_and_compute(in.cspan(), out.span(), config, blocks);
+          return producer_consumer::prepare_copy_and_compute(in.cspan(), out.span(), config,
+                                                             blocks);
         };
         what = producer_consumer::describe(config);
       } else {

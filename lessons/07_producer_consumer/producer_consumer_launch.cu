@@ -85,10 +85,10 @@ __global__ void producer_consumer_kernel(const std::uint32_t* __restrict__ in,
     for (std::size_t k = 0; k < mine; ++k) {
       // Blocks until every producer thread committed batch k and all its copies landed.
       pipe.consumer_wait();
-      course::batches::compute_batch(
-          reinterpret_cast<const std::uint32_t*>(stage_buffer<Stages>(shared_storage, k,
-                                                                      batch_vectors)),
-          out, course::batches::batch_of_block(k, batch, n), batch, n, share.rank, share.count);
+      course::batches::compute_batch(reinterpret_cast<const std::uint32_t*>(
+                                         stage_buffer<Stages>(shared_storage, k, batch_vectors)),
+                                     out, course::batches::batch_of_block(k, batch, n), batch, n,
+                                     share.rank, share.count);
       // This thread is done reading the buffer; the producer may refill it once every
       // consumer thread has released it.
       pipe.consumer_release();
@@ -164,9 +164,9 @@ std::string invalid_reason(const Config& config) {
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
                                         int blocks) {
-  course::require(in.size() == out.size(), kWhere,
-                  "in has " + std::to_string(in.size()) + " elements, out " +
-                      std::to_string(out.size()));
+  course::require(
+      in.size() == out.size(), kWhere,
+      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
   const std::string reason = invalid_reason(config);
   course::require(reason.empty(), kWhere, reason);
   course::require(blocks >= 1, kWhere, "blocks must be >= 1, got " + std::to_string(blocks));

@@ -142,10 +142,16 @@ def plot(bandwidth, breakeven, out):
                     label=f"{direction} measured")
             model = [(x, p[2]) for x, p in zip(kb, entry["points"]) if p[2] is not None]
             if model:
-                # A step is drawn as a step: no line joins the flat part to the rising one.
-                ax.plot([m[0] for m in model], [m[1] for m in model], "-",
-                        drawstyle="steps-mid" if entry["model"].startswith("step") else "default",
-                        color=colors[direction], label=f"{direction} {entry['model']}")
+                # A step is drawn as two pieces, the flat part and the rising line, with
+                # nothing joining them: the model says nothing about the sizes in between.
+                pieces = [model]
+                if entry["model"].startswith("step"):
+                    flat = next((i for i, m in enumerate(model) if m[1] != model[0][1]), len(model))
+                    pieces = [model[:flat], model[flat:]]
+                for number, piece in enumerate([q for q in pieces if q]):
+                    ax.plot([m[0] for m in piece], [m[1] for m in piece], "-",
+                            color=colors[direction],
+                            label=f"{direction} {entry['model']}" if number == 0 else None)
         ax.set_xlabel("KB per copy (pinned memory, back-to-back cudaMemcpyAsync)")
         ax.set_ylabel("us per copy")
         ax.set_title("small-copy overhead: the break-even sweep")

@@ -161,6 +161,13 @@ def run(args: argparse.Namespace) -> int:
     entry = compile_entry(build_dir, kernels_source)
     original_object = entry.get("output") or shlex.split(entry["command"])[
         shlex.split(entry["command"]).index("-o") + 1]
+    # Newer CMake writes an absolute "output"; ninja's link lines name objects relative to
+    # the build folder.
+    if Path(original_object).is_absolute():
+        try:
+            original_object = str(Path(original_object).relative_to(build_dir))
+        except ValueError:
+            pass
     mutant_object = work / "mutant.o"
     compile_args = rewrite_compile(entry["command"], kernels_source, mutant_source, mutant_object)
     proc = subprocess.run(compile_args, cwd=entry["directory"], capture_output=True, text=True)

@@ -93,20 +93,16 @@ std::size_t batch_of(Kernel kernel) {
   }
 }
 
-/// The variant's launch. Lessons 01 and 03 validate inside copy_and_compute (their API
-/// at this point); this lesson's launch is prepared here, outside the timed region.
+/// The variant's launch, prepared (checked, attributes set) here, outside the timed region.
 course::Launch launch_of(Kernel kernel, cuda::std::span<const std::uint32_t> in,
                          cuda::std::span<std::uint32_t> out, register_staged::LaunchShape shape) {
   switch (kernel) {
     case Kernel::lesson01:
-      return [=](cudaStream_t s) {
-        register_staged::copy_and_compute(in, out, register_staged::Granularity::coarse, shape, s);
-      };
+      return register_staged::prepare_copy_and_compute(in, out,
+                                                       register_staged::Granularity::coarse, shape);
     case Kernel::lesson03:
-      return [=](cudaStream_t s) {
-        cuda_barrier::copy_and_compute(in, out, cuda_barrier::Kernel::one_stage,
-                                       {shape.blocks, shape.threads_per_block, 1}, s);
-      };
+      return cuda_barrier::prepare_copy_and_compute(in, out, cuda_barrier::Kernel::one_stage,
+                                                    {shape.blocks, shape.threads_per_block, 1});
     case Kernel::thread_pipeline:
       return pipeline_single_stage::prepare_copy_and_compute(in, out, Scope::thread, shape);
     case Kernel::block_pipeline:

@@ -138,11 +138,9 @@ int main(int argc, char** argv) {
           },
       };
     };
-    auto lesson01 = [&](register_staged::LaunchShape shape) -> course::Launch {
-      return [&, shape](cudaStream_t s) {
-        register_staged::copy_and_compute(in.cspan(), out.span(),
-                                          register_staged::Granularity::coarse, shape, s);
-      };
+    auto lesson01 = [&](register_staged::LaunchShape shape) {
+      return register_staged::prepare_copy_and_compute(in.cspan(), out.span(),
+                                                       register_staged::Granularity::coarse, shape);
     };
     auto pipelined = [&](const Config& config, register_staged::LaunchShape shape) {
       return pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), config, shape);

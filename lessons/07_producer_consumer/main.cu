@@ -156,11 +156,9 @@ int main(int argc, char** argv) {
       if (spec.kernel == Kernel::register_staged) {
         const auto g = register_staged::Granularity::coarse;
         resident = register_staged::max_blocks_per_sm(g, kUnifiedThreads);
-        prepare = [&, g](int blocks) -> course::Launch {
-          return [&, g, blocks](cudaStream_t s) {
-            register_staged::copy_and_compute(in.cspan(), out.span(), g, {blocks, kUnifiedThreads},
-                                              s);
-          };
+        prepare = [&, g](int blocks) {
+          return register_staged::prepare_copy_and_compute(in.cspan(), out.span(), g,
+                                                           {blocks, kUnifiedThreads});
         };
         what = "lesson 01's register-staged kernel, 256 threads, 1 buffer of 16 KB";
       } else if (spec.kernel == Kernel::partitioned) {

@@ -80,16 +80,12 @@ fi
 # Mutation: every exercise region replaced by its starter text must be caught (tools/mutation.py);
 # mutation.txt gets one line per region: what caught it, or that nothing did.
 if wanted mutation; then
-  step "mutation" mutation.log "${COURSE_MUTATION_LIMIT:-560}" ctest --test-dir "$build" \
-    --output-on-failure --output-junit "$out/junit-mutation.xml" -L '^mutation$' -j 16
-  python3 - "$out/junit-mutation.xml" >"$out/mutation.txt" <<'PY'
-import re, sys, xml.etree.ElementTree as ET
-for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
-    text = "".join(node.text or "" for node in case.iter("system-out"))
-    verdicts = re.findall(r"^(?:CAUGHT|INVISIBLE|SKIPPED|NOT CAUGHT)[^\n]*", text, re.M)
-    print(f"{case.get('name')}: {verdicts[-1] if verdicts else case.get('status')}")
-PY
-  note "mutation regions: $(grep -c ': CAUGHT' "$out/mutation.txt") caught, $(grep -vc ': CAUGHT' "$out/mutation.txt") not (mutation.txt)"
+  # -V: every verdict line reaches the log as it happens, even if the step's time runs out.
+  step "mutation" mutation.log "${COURSE_MUTATION_LIMIT:-560}" ctest --test-dir "$build" -V \
+    --output-junit "$out/junit-mutation.xml" -L '^mutation$' -j 16
+  grep -hE "^[0-9]+: (CAUGHT|INVISIBLE|SKIPPED|NOT CAUGHT)" "$out/mutation.log" | sed 's/^[0-9]*: //' |
+    sort >"$out/mutation.txt"
+  note "mutation regions: $(grep -c '^CAUGHT' "$out/mutation.txt") caught, $(grep -vc '^CAUGHT' "$out/mutation.txt") not, of $(grep -c '^[0-9]*: MUTANT' "$out/mutation.log") started (mutation.txt)"
 fi
 
 # The tour: the student-facing command that runs every solution.

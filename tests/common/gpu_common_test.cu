@@ -55,9 +55,11 @@ TEST_F(GpuCommon, SmCopyRoofCopiesEveryByteAtEveryShape) {
   course::Stream stream;
   for (std::size_t n : {4u, 1000004u}) {  // uint32 elements: a multiple of 4 (16 bytes)
     course::DeviceBuffer<std::uint32_t> in(n), out(n);
-    course::fill_hash(in.span(), 7);
+    course::fill_hash(in.span(), 7, stream.get());
     for (course::CopyShape shape : {course::CopyShape{1, 256, 4}, course::CopyShape{2, 1024, 8}}) {
-      course::poison(out.data(), out.bytes());
+      // Everything on the one stream: the fill, the poison and the copy stay in this order
+      // (a copy on a non-blocking stream is not ordered after work on the default stream).
+      course::poison(out.data(), out.bytes(), stream.get());
       course::sm_copy(out.data(), in.data(), in.bytes(), device, shape, stream.get());
       COURSE_CHECK(cudaStreamSynchronize(stream.get()));
       const auto c = course::compare_exact<std::uint32_t>(course::to_host(in.cspan()),
@@ -75,7 +77,7 @@ TEST_F(GpuCommon, SmCopyRoofAndD2DAreMeasuredSideBySide) {
   course::Stream stream;
   const std::size_t n = 64u << 20;  // 256 MiB: beyond any L2
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
-  course::fill_hash(in.span(), 3);
+  course::fill_hash(in.span(), 3, stream.get());
   const course::SmCopyRoof roof =
       course::measure_sm_copy_roof(out.data(), in.data(), in.bytes(), device, stream.get(), 2, 5);
   const double d2d_ms =

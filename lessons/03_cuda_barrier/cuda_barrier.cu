@@ -146,17 +146,8 @@ __device__ void one_stage(const Group& group, const std::uint32_t* __restrict__ 
 // The refill comes BEFORE the wait for batch j: a thread done with batch j - 1 (on sm_90,
 // thread 0, which issues the whole bulk copy) refills while slower threads may still read
 // batch j - 1. Only the empty barrier keeps the copy off their data.
-// Why it cannot hang or race (every thread runs the same iterations: the number of batches
-// depends on the block alone), with u = (j - 1) / Stages at the refill of iteration j:
-//   - a thread's wait for batch j - 1 needed every thread's arrival, made after it released
-//     batch j - 2: so at the refill, phase u - 1 of empty[(j - 1) % Stages] is complete, and
-//     phase u + 1 cannot be (it needs this thread's own release of batch j - 1 + Stages):
-//     parity u % 2 names exactly phase u;
-//   - phase u needs each thread's release of batch j - 1, made before that thread's first
-//     wait of iteration j: nobody waits for a phase that needs its own later arrival;
-//   - a copy bound to full[p] starts after full[p]'s previous phase completed (its issuer
-//     waited for batch j - 1 there) and before any thread arrives for the batch it carries:
-//     its bytes count towards exactly that batch's phase.
+// Why this can neither hang nor race (each wait's phase needs only arrivals made before it,
+// and each copy counts towards exactly the phase of the batch it carries): the README.
 // The last phases of each empty barrier are never waited for.
 
 template <int Stages, bool WaitForRelease>

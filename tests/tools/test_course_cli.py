@@ -567,6 +567,15 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertIn("lessons/00_alpha/alpha.cu", result.stdout)
         self.assertIn("./course hint 00", result.stdout)
 
+    def test_check_fail_without_gpu_says_what_is_unverified(self):
+        self.sync()
+        result = self.check(
+            junit_text(failed=["L00.lesson.Model.a"], skipped=["L00.lesson.Streams.b"]), ctest_exit=8
+        )
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("Not verified on this machine (1 tests need a GPU", result.stdout)
+        self.assertIn("TODO 1, 2 of lessons/00_alpha/alpha.cu", result.stdout)
+
     def test_check_without_sanitizer_is_not_verified(self):
         result = self.check(junit_text(passed=["L00.lesson.Cpu.a", "L00.lesson.GpuAlpha.b"]))
         self.assertEqual(result.returncode, 77, result.stdout)

@@ -162,6 +162,9 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
                 print(f"  {name}")
         else:
             print(f"ctest exited with {ctest_exit}; see its output above.")
+        if summary.skipped_for_gpu:
+            print(f"Not verified on this machine ({len(summary.skipped_for_gpu)} tests need a GPU, and "
+                  "so do the race checks): " + unverified_todos(root, lesson) + ".")
         print("Next:")
         print(f"  read lessons/{lesson.name}/README.md")
         print(f"  the TODOs in lessons/{lesson.name}/{lesson.slug}.cu")

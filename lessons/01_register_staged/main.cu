@@ -27,7 +27,8 @@ struct VariantSpec {
   bool one_block_per_sm;
 };
 
-// The seed's granularity first: it is the baseline the others are compared with.
+// The Programming Guide's granularity (one element per thread) first: the baseline the
+// others are compared with.
 const std::vector<VariantSpec> kVariants = {
     {"fine", Granularity::fine, false},
     {"coarse", Granularity::coarse, false},

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,21 @@ inline std::vector<std::string> ptx_targets() {
     begin = end + 1;
   }
   return targets;
+}
+
+/// The tag a failure message carries to name the TODO it most likely concerns:
+///   EXPECT_TRUE(c.ok()) << c.summary() << course::testing::concerns_todo(3);
+/// `./course check` collects the tags of the failed tests and tells the student which TODOs
+/// to look at first.
+inline std::string concerns_todo(int todo) {
+  return " [concerns TODO " + std::to_string(todo) + "]";
+}
+
+/// The same for a failure that can come from any of several TODOs: concerns_todos({2, 3}).
+inline std::string concerns_todos(std::initializer_list<int> todos) {
+  std::string tags;
+  for (int todo : todos) tags += concerns_todo(todo);
+  return tags;
 }
 
 /// Why GPU tests cannot run here (no device, or one older than `required`), or nothing.

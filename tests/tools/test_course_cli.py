@@ -567,6 +567,14 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertIn("lessons/00_alpha/alpha.cu", result.stdout)
         self.assertIn("./course hint 00", result.stdout)
 
+    def test_check_fail_names_the_todos_the_failures_concern(self):
+        case = ('<testcase name="L00.lesson.GpuAlpha.c" status="fail"><failure message=""/>'
+                '<system-out>differ [concerns TODO 2]</system-out></testcase>')
+        result = self.check(junit_text(passed=["L00.lesson.Cpu.a"], extra=case), ctest_exit=8)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("L00.lesson.GpuAlpha.c   (most likely TODO 2)", result.stdout)
+        self.assertIn("Look first at TODO 2 of lessons/00_alpha/alpha.cu.", result.stdout)
+
     def test_check_fail_without_gpu_says_what_is_unverified(self):
         self.sync()
         result = self.check(
@@ -710,6 +718,13 @@ class JunitTest(unittest.TestCase):
         summary = junit.parse_junit_text(junit_text(extra="\n".join(forms)))
         self.assertEqual(len(summary.skipped), 4)
         self.assertEqual(summary.verdict, "skipped")
+
+    def test_failed_tests_name_their_todos(self):
+        case = ('<testcase name="L06.lesson.Gpu.x" status="fail"><failure message=""/><system-out>'
+                'Value of: c.ok() 3 of 4097 differ [concerns TODO 3] [concerns TODO 6]'
+                '</system-out></testcase>')
+        summary = junit.parse_junit_text(junit_text(extra=case))
+        self.assertEqual(summary.todos_of_failed, {"L06.lesson.Gpu.x": [3, 6]})
 
     def test_not_run_because_not_built_is_a_failure(self):
         case = ('<testcase name="a.Cpu.x" status="notrun">'

@@ -159,7 +159,13 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
         if summary.failed:
             print("Failed tests:")
             for name in summary.failed:
-                print(f"  {name}")
+                todos = summary.todos_of_failed.get(name)
+                concerns = f"   (most likely TODO {', '.join(map(str, todos))})" if todos else ""
+                print(f"  {name}{concerns}")
+            named = sorted({t for todos in summary.todos_of_failed.values() for t in todos})
+            if named:
+                print(f"Look first at TODO {', '.join(map(str, named))} of "
+                      f"lessons/{lesson.name}/{lesson.slug}.cu.")
         else:
             print(f"ctest exited with {ctest_exit}; see its output above.")
         if summary.skipped_for_gpu:

@@ -7,6 +7,7 @@ that could not start at all (its executable was never built) is "notrun" too, wi
 another message, and ctest counts that one as failed, so we do as well.
 """
 
+import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ class TestSummary:
     passed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # For each failed test, the TODOs its failure messages name ("[concerns TODO k]").
+    todos_of_failed: dict[str, list[int]] = field(default_factory=dict)
     # The skipped tests that skipped because no usable GPU was found (decided from what the
     # test printed when it skipped, never from its name).
     skipped_for_gpu: list[str] = field(default_factory=list)
@@ -77,6 +80,10 @@ def parse_junit_text(text: str) -> TestSummary:
             summary.passed.append(name)
         elif outcome == "failed":
             summary.failed.append(name)
+            output = " ".join(node.text or "" for node in testcase.iter("system-out"))
+            todos = sorted({int(k) for k in re.findall(r"\[concerns TODO (\d+)\]", output)})
+            if todos:
+                summary.todos_of_failed[name] = todos
         else:
             summary.skipped.append(name)
             output = " ".join(node.text or "" for node in testcase.iter("system-out"))

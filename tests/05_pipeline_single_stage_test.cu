@@ -19,10 +19,22 @@
 
 namespace {
 
+using course::testing::concerns_todo;  // " [concerns TODO k]" on a failure: gpu_test.h
+using course::testing::concerns_todos;
 using pipeline_single_stage::batch_elements;
 using pipeline_single_stage::copy_and_compute;
 using pipeline_single_stage::LaunchShape;
 using pipeline_single_stage::Scope;
+
+// The TODOs a failure concerns. Thread scope: copy_my_share (TODO 1), the producer side
+// (TODO 2: acquire, commit), the consumer side (TODO 3: wait, __syncthreads) and the release
+// (TODO 4: release, __syncthreads). Block scope: copy_batch (TODO 5), the producer side
+// (TODO 6), consumer_wait (TODO 7) and consumer_release (TODO 8).
+
+/// Every element a kernel computes: every TODO of its scope.
+std::string result_todos(Scope scope) {
+  return scope == Scope::thread ? concerns_todos({1, 2, 3, 4}) : concerns_todos({5, 6, 7, 8});
+}
 
 const Scope kScopes[] = {Scope::thread, Scope::block};
 
@@ -54,10 +66,14 @@ std::string shape_text(LaunchShape s) {
   const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
   const std::string what = std::string(pipeline_single_stage::name(scope)) + " scope, " +
                            shape_text(shape) + ", n=" + std::to_string(n);
-  if (!c.ok()) return ::testing::AssertionFailure() << what << ": " << c.summary();
+  if (!c.ok()) {
+    return ::testing::AssertionFailure() << what << ": " << c.summary() << result_todos(scope);
+  }
   std::vector<std::uint32_t> original(n);
   course::fill_hash_host(original, seed);
-  if (host_in != original) return ::testing::AssertionFailure() << what << ": the input changed";
+  if (host_in != original) {
+    return ::testing::AssertionFailure() << what << ": the input changed" << result_todos(scope);
+  }
   return ::testing::AssertionSuccess();
 }
 
@@ -205,18 +221,22 @@ TEST(PipelineSingleStagePtx, ThreadScopePipelineIsPerThreadCpAsyncGroups) {
         course::inspect::kernel(course::inspect::module_for(modules, target), kThreadKernel);
     SCOPED_TRACE(target);
     // Each thread copies its 16-byte vectors (and the partial batch's single elements)...
-    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global")) << "16-byte cp.async";
-    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global")) << "4-byte cp.async";
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global"))
+        << "16-byte cp.async" << concerns_todo(1);
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global"))
+        << "4-byte cp.async" << concerns_todo(1);
     // ...closes them as one group (producer_commit) and waits for its own groups
     // (consumer_wait): no shared state, no mbarrier, no bulk copy.
-    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group"));
-    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.wait_group"));
-    EXPECT_FALSE(course::inspect::uses(k.body, "mbarrier"));
-    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive"));
-    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk"));
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group")) << concerns_todo(2);
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.wait_group")) << concerns_todo(3);
+    EXPECT_FALSE(course::inspect::uses(k.body, "mbarrier")) << concerns_todos({1, 2, 3, 4});
+    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive"))
+        << concerns_todos({1, 2});
+    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << concerns_todo(1);
     // No staging through registers, and the two __syncthreads() a per-thread wait needs.
-    EXPECT_FALSE(course::inspect::uses(k.body, "st.shared.v4.u32"));
-    EXPECT_EQ(block_barriers(k.body), 2) << "two __syncthreads() per batch";
+    EXPECT_FALSE(course::inspect::uses(k.body, "st.shared.v4.u32")) << concerns_todo(1);
+    EXPECT_EQ(block_barriers(k.body), 2)
+        << "two __syncthreads() per batch" << concerns_todos({3, 4});
   }
 }
 
@@ -229,27 +249,31 @@ TEST(PipelineSingleStagePtx, BlockScopePipelineCompletesThroughMbarriers) {
     // aligned_size_t<16>: 16-byte cp.async for a full batch; the partial batch's exact byte
     // count: 4-byte cp.async. Never a bulk (TMA) copy, even on sm_90: the pipeline
     // overloads of cuda::memcpy_async do not use it.
-    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global")) << "16-byte cp.async";
-    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global")) << "4-byte cp.async";
-    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk"));
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global"))
+        << "16-byte cp.async" << concerns_todo(5);
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global"))
+        << "4-byte cp.async" << concerns_todo(5);
+    EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << concerns_todo(5);
     // make_pipeline initialises the stage's two mbarriers; producer_commit makes the
     // thread's copies arrive on "produced" when they land (cp.async.mbarrier.arrive) and
     // arrives itself (mbarrier.arrive, as does consumer_release on "consumed");
     // producer_acquire and consumer_wait wait for a phase by its parity.
-    EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.init"));
-    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive"));
-    EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.arrive"));
+    EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.init"));  // make_pipeline: read-only
+    EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive"))
+        << concerns_todos({5, 6});
+    EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.arrive")) << concerns_todos({6, 8});
     EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.try_wait.parity") ||
-                course::inspect::uses(k.body, "mbarrier.test_wait.parity"));
+                course::inspect::uses(k.body, "mbarrier.test_wait.parity"))
+        << concerns_todos({6, 7});
     // Not the per-thread group machinery, and no blocking wait at the copy.
     for (const char* absent :
          {"cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all"}) {
-      EXPECT_FALSE(course::inspect::uses(k.body, absent)) << absent;
+      EXPECT_FALSE(course::inspect::uses(k.body, absent)) << absent << concerns_todos({5, 6, 7});
     }
-    EXPECT_FALSE(course::inspect::uses(k.body, "st.shared.v4.u32"));
+    EXPECT_FALSE(course::inspect::uses(k.body, "st.shared.v4.u32")) << concerns_todo(5);
     // One block barrier in the whole kernel: make_pipeline's group.sync(), before the loop.
     // The batch loop itself has none: the stage barriers do both of lesson 01's jobs.
-    EXPECT_EQ(block_barriers(k.body), 1);
+    EXPECT_EQ(block_barriers(k.body), 1) << concerns_todos({6, 7, 8});
   }
 }
 
@@ -263,19 +287,21 @@ TEST(PipelineSingleStageSass, LdgstsEverywhereAndNoBulkCopies) {
   for (const auto& f : functions) {
     const bool block = f.name.find(kBlockKernel) != std::string::npos;
     SCOPED_TRACE(f.name);
-    EXPECT_TRUE(course::inspect::uses(f.body, "LDGSTS"));  // cp.async
+    // The copies: copy_my_share (TODO 1) or copy_batch (TODO 5).
+    const std::string copy_todos = block ? concerns_todo(5) : concerns_todo(1);
+    EXPECT_TRUE(course::inspect::uses(f.body, "LDGSTS")) << copy_todos;  // cp.async
     for (const char* op : {"UBLKCP", "UTMALDG"}) {
-      EXPECT_FALSE(course::inspect::uses(f.body, op)) << op;
+      EXPECT_FALSE(course::inspect::uses(f.body, op)) << op << copy_todos;
     }
     if (block) {
       // cp.async.mbarrier.arrive: ARRIVES.LDGSTSBAR; mbarrier arrive/wait: SYNCS on sm_90.
-      EXPECT_TRUE(course::inspect::uses(f.body, "ARRIVES"));
-      EXPECT_TRUE(course::inspect::uses(f.body, "SYNCS"));
+      EXPECT_TRUE(course::inspect::uses(f.body, "ARRIVES")) << concerns_todos({5, 6});
+      EXPECT_TRUE(course::inspect::uses(f.body, "SYNCS")) << concerns_todos({6, 7, 8});
     } else {
       // cp.async.commit_group: LDGDEPBAR; cp.async.wait_group: DEPBAR.
-      EXPECT_TRUE(course::inspect::uses(f.body, "LDGDEPBAR"));
-      EXPECT_TRUE(course::inspect::uses(f.body, "DEPBAR"));
-      EXPECT_FALSE(course::inspect::uses(f.body, "SYNCS"));
+      EXPECT_TRUE(course::inspect::uses(f.body, "LDGDEPBAR")) << concerns_todo(2);
+      EXPECT_TRUE(course::inspect::uses(f.body, "DEPBAR")) << concerns_todo(3);
+      EXPECT_FALSE(course::inspect::uses(f.body, "SYNCS")) << concerns_todos({1, 2, 3, 4});
     }
   }
 }

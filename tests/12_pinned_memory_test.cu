@@ -32,6 +32,8 @@ void PrintTo(HostMemory kind, std::ostream* os) { *os << name(kind); }
 
 namespace {
 
+using course::testing::concerns_todo;  // " [concerns TODO k]" on a failure: gpu_test.h
+using course::testing::concerns_todos;
 using pinned_memory::AsyncCallTiming;
 using pinned_memory::HostBuffer;
 using pinned_memory::HostMemory;
@@ -50,16 +52,19 @@ std::string identifier(HostMemory kind) {
 // ---- CPU tests: the flags and the names ------------------------------------------------
 
 TEST(PinnedMemoryKinds, HostAllocFlagsMatchTheKinds) {
-  EXPECT_EQ(pinned_memory::host_alloc_flags(HostMemory::host_alloc),
-            unsigned{cudaHostAllocDefault});
-  EXPECT_EQ(pinned_memory::host_alloc_flags(HostMemory::portable), unsigned{cudaHostAllocPortable});
-  EXPECT_EQ(pinned_memory::host_alloc_flags(HostMemory::mapped), unsigned{cudaHostAllocMapped});
+  EXPECT_EQ(pinned_memory::host_alloc_flags(HostMemory::host_alloc), unsigned{cudaHostAllocDefault})
+      << concerns_todo(1);
+  EXPECT_EQ(pinned_memory::host_alloc_flags(HostMemory::portable), unsigned{cudaHostAllocPortable})
+      << concerns_todo(1);
+  EXPECT_EQ(pinned_memory::host_alloc_flags(HostMemory::mapped), unsigned{cudaHostAllocMapped})
+      << concerns_todo(1);
   EXPECT_EQ(pinned_memory::host_alloc_flags(HostMemory::write_combined),
-            unsigned{cudaHostAllocWriteCombined});
+            unsigned{cudaHostAllocWriteCombined})
+      << concerns_todo(1);
   // cudaHostAlloc does not make these: asking for their flags is a mistake.
   for (HostMemory kind : {HostMemory::pageable, HostMemory::pinned, HostMemory::registered}) {
     EXPECT_THROW(pinned_memory::host_alloc_flags(kind), std::invalid_argument)
-        << pinned_memory::name(kind);
+        << pinned_memory::name(kind) << concerns_todo(1);
   }
 }
 
@@ -95,17 +100,17 @@ TEST(PinnedMemoryBuffer, EmptyBufferAllocatesNothing) {
 
 TEST(PinnedMemoryBuffer, PageableBufferHoldsItsBytesAndMoves) {
   HostBuffer a(HostMemory::pageable, 4096 + 4);
-  ASSERT_NE(a.data(), nullptr);
+  ASSERT_NE(a.data(), nullptr) << concerns_todo(1);
   EXPECT_EQ(a.words().size(), 1025u);
   course::fill_hash_host(a.words(), 3);
   HostBuffer b(std::move(a));
   EXPECT_EQ(a.data(), nullptr);
-  EXPECT_EQ(b.words()[1024], course::hash32(1024, 3));
+  EXPECT_EQ(b.words()[1024], course::hash32(1024, 3)) << concerns_todo(1);
   HostBuffer c;
   c = std::move(b);
   EXPECT_EQ(b.data(), nullptr);
   EXPECT_EQ(c.kind(), HostMemory::pageable);
-  EXPECT_EQ(c.words()[0], course::hash32(0, 3));
+  EXPECT_EQ(c.words()[0], course::hash32(0, 3)) << concerns_todo(1);
 }
 
 TEST(PinnedMemoryHostAccess, PageableRatesArePositive) {
@@ -147,15 +152,16 @@ TEST(PinnedMemoryModel, RecoversASyntheticOverheadAndBandwidth) {
   std::vector<double> us;
   for (double b : bytes) us.push_back(2.5 + b / 5e4);
   const OverheadModel model = pinned_memory::fit_overhead(bytes, us);
-  EXPECT_NEAR(model.overhead_us, 2.5, 1e-9);
-  EXPECT_NEAR(model.bandwidth_gbps, 50.0, 1e-9);
-  EXPECT_NEAR(model.r_squared, 1.0, 1e-12);
+  EXPECT_NEAR(model.overhead_us, 2.5, 1e-9) << concerns_todo(4);
+  EXPECT_NEAR(model.bandwidth_gbps, 50.0, 1e-9) << concerns_todo(4);
+  EXPECT_NEAR(model.r_squared, 1.0, 1e-12) << concerns_todo(4);
   // Break-even: 2.5 us x 50 GB/s = 125000 bytes, where moving the bytes takes 2.5 us too.
-  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 125000.0, 1e-6);
-  EXPECT_NEAR(pinned_memory::predicted_us(model, 4096), 2.5 + 4096 / 5e4, 1e-12);
-  EXPECT_NEAR(pinned_memory::predicted_us(model, 125000), 5.0, 1e-12);
+  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 125000.0, 1e-6) << concerns_todos({4, 5});
+  EXPECT_NEAR(pinned_memory::predicted_us(model, 4096), 2.5 + 4096 / 5e4, 1e-12)
+      << concerns_todos({4, 5});
+  EXPECT_NEAR(pinned_memory::predicted_us(model, 125000), 5.0, 1e-12) << concerns_todos({4, 5});
   // ... so a copy of the break-even size reaches exactly half the bandwidth.
-  EXPECT_NEAR(pinned_memory::effective_gbps(model, 125000), 25.0, 1e-9);
+  EXPECT_NEAR(pinned_memory::effective_gbps(model, 125000), 25.0, 1e-9) << concerns_todos({4, 5});
 }
 
 TEST(PinnedMemoryModel, TheHandbookFigures) {
@@ -164,19 +170,22 @@ TEST(PinnedMemoryModel, TheHandbookFigures) {
   std::vector<double> us;
   for (double b : bytes) us.push_back(3.3 + 0.000170 * b);
   const OverheadModel model = pinned_memory::fit_overhead(bytes, us);
-  EXPECT_NEAR(model.overhead_us, 3.3, 1e-9);
-  EXPECT_NEAR(model.bandwidth_gbps, 1e-3 / 0.000170, 1e-9);  // 5.88 GB/s, the book's 5.9
-  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 3.3 / 0.000170, 1e-6);  // 19412 bytes
+  EXPECT_NEAR(model.overhead_us, 3.3, 1e-9) << concerns_todo(4);
+  // 5.88 GB/s, the book's 5.9; break-even 19412 bytes.
+  EXPECT_NEAR(model.bandwidth_gbps, 1e-3 / 0.000170, 1e-9) << concerns_todo(4);
+  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 3.3 / 0.000170, 1e-6)
+      << concerns_todos({4, 5});
 }
 
 TEST(PinnedMemoryModel, NoisyMeasurementsGiveTheLeastSquaresModel) {
   // Least squares by hand: slope 7/204800 us per byte, intercept 2.85 us, r^2 0.7.
   const OverheadModel model =
       pinned_memory::fit_overhead({4096, 8192, 12288, 16384}, {3.0, 3.2, 3.1, 3.5});
-  EXPECT_NEAR(model.overhead_us, 2.85, 1e-12);
-  EXPECT_NEAR(model.bandwidth_gbps, 204.8 / 7.0, 1e-9);  // 1e-3 / (7 / 204800)
-  EXPECT_NEAR(model.r_squared, 0.7, 1e-12);
-  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 2.85 * 204800.0 / 7.0, 1e-6);
+  EXPECT_NEAR(model.overhead_us, 2.85, 1e-12) << concerns_todo(4);
+  EXPECT_NEAR(model.bandwidth_gbps, 204.8 / 7.0, 1e-9) << concerns_todo(4);  // 1e-3 / (7 / 204800)
+  EXPECT_NEAR(model.r_squared, 0.7, 1e-12) << concerns_todo(4);
+  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 2.85 * 204800.0 / 7.0, 1e-6)
+      << concerns_todos({4, 5});
 }
 
 TEST(PinnedMemoryModel, BatchingSmallCopiesPaysTheOverheadOnce) {
@@ -184,16 +193,21 @@ TEST(PinnedMemoryModel, BatchingSmallCopiesPaysTheOverheadOnce) {
   // 256 copies of 4 KB: 256 overheads. One copy of 1 MB: one.
   const double many = 256 * pinned_memory::predicted_us(model, 4096);
   const double one = pinned_memory::predicted_us(model, 1 << 20);
-  EXPECT_NEAR(many - one, 255 * 2.0, 1e-9);
+  EXPECT_NEAR(many - one, 255 * 2.0, 1e-9) << concerns_todo(5);
 }
 
 TEST(PinnedMemoryModel, RejectsDataWithoutAPositiveSlope) {
-  EXPECT_THROW(pinned_memory::fit_overhead({4096}, {3.0}), std::invalid_argument);
-  EXPECT_THROW(pinned_memory::fit_overhead({4096, 4096}, {3.0, 4.0}), std::invalid_argument);
-  EXPECT_THROW(pinned_memory::fit_overhead({4096, 8192}, {3.0}), std::invalid_argument);
+  EXPECT_THROW(pinned_memory::fit_overhead({4096}, {3.0}), std::invalid_argument)
+      << concerns_todo(4);
+  EXPECT_THROW(pinned_memory::fit_overhead({4096, 4096}, {3.0, 4.0}), std::invalid_argument)
+      << concerns_todo(4);
+  EXPECT_THROW(pinned_memory::fit_overhead({4096, 8192}, {3.0}), std::invalid_argument)
+      << concerns_todo(4);
   // Flat or falling times describe no bandwidth.
-  EXPECT_THROW(pinned_memory::fit_overhead({4096, 8192}, {3.0, 3.0}), std::domain_error);
-  EXPECT_THROW(pinned_memory::fit_overhead({4096, 8192}, {4.0, 3.0}), std::domain_error);
+  EXPECT_THROW(pinned_memory::fit_overhead({4096, 8192}, {3.0, 3.0}), std::domain_error)
+      << concerns_todo(4);
+  EXPECT_THROW(pinned_memory::fit_overhead({4096, 8192}, {4.0, 3.0}), std::domain_error)
+      << concerns_todo(4);
 }
 
 // ---- CPU tests: the step model (overhead_model.h), on synthetic data ---------------------
@@ -465,16 +479,17 @@ TEST_P(GpuPinnedMemoryKind, PageLockedExactlyWhenPinned) {
   cudaPointerAttributes attributes{};
   COURSE_CHECK(cudaPointerGetAttributes(&attributes, buffer.data()));
   if (kind == HostMemory::pageable) {
-    EXPECT_FALSE(buffer.page_locked());
-    EXPECT_EQ(attributes.type, cudaMemoryTypeUnregistered);
+    EXPECT_FALSE(buffer.page_locked()) << concerns_todo(1);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeUnregistered) << concerns_todo(1);
   } else {
-    EXPECT_TRUE(buffer.page_locked()) << pinned_memory::name(kind) << " memory is not page-locked";
-    EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
-    EXPECT_NE(buffer.device_view(), nullptr);
+    EXPECT_TRUE(buffer.page_locked())
+        << pinned_memory::name(kind) << " memory is not page-locked" << concerns_todo(1);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeHost) << concerns_todo(1);
+    EXPECT_NE(buffer.device_view(), nullptr) << concerns_todo(1);
   }
   if (kind == HostMemory::registered) {
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer.data()) % pinned_memory::kPageBytes, 0u)
-        << "registered memory should start on a page";
+        << "registered memory should start on a page" << concerns_todo(1);
   }
 }
 
@@ -494,7 +509,8 @@ TEST_P(GpuPinnedMemoryKind, ReleaseUnpinsTheMemory) {
   } else {
     COURSE_CHECK(status);
     EXPECT_NE(attributes.type, cudaMemoryTypeHost)
-        << pinned_memory::name(kind) << " memory is still pinned after its buffer died";
+        << pinned_memory::name(kind) << " memory is still pinned after its buffer died"
+        << concerns_todo(2);
   }
 }
 
@@ -514,7 +530,7 @@ TEST_P(GpuPinnedMemoryKind, EveryWordRoundTrips) {
         cudaMemcpyAsync(device.data(), host.data(), bytes, cudaMemcpyHostToDevice, stream));
     const course::Comparison h2d = pinned_memory::verify_hash(device.data(), n, 5, stream);
     EXPECT_TRUE(h2d.ok()) << "H2D from " << pinned_memory::name(kind) << ", " << bytes
-                          << " bytes: " << h2d.summary();
+                          << " bytes: " << h2d.summary() << concerns_todo(1);
 
     course::fill_hash(device.span(), 6, stream);
     COURSE_CHECK(cudaStreamSynchronize(stream));
@@ -524,7 +540,7 @@ TEST_P(GpuPinnedMemoryKind, EveryWordRoundTrips) {
     COURSE_CHECK(cudaStreamSynchronize(stream));
     const course::Comparison d2h = check_host(host, n, 6, stream);
     EXPECT_TRUE(d2h.ok()) << "D2H to " << pinned_memory::name(kind) << ", " << bytes
-                          << " bytes: " << d2h.summary();
+                          << " bytes: " << d2h.summary() << concerns_todo(1);
   }
 }
 
@@ -582,11 +598,11 @@ TEST_P(GpuPinnedMemoryAsync, CallReturnsBeforeTheCopyStarts) {
 
   EXPECT_TRUE(returned_before_the_copy)
       << "cudaMemcpyAsync " << (to_device ? "from " : "to ") << pinned_memory::name(kind)
-      << " memory waited for the stream: is the memory page-locked?";
+      << " memory waited for the stream: is the memory page-locked?" << concerns_todo(1);
   const course::Comparison c = to_device
                                    ? pinned_memory::verify_hash(device.data(), n, seed, stream)
                                    : check_host(host, n, seed, stream);
-  EXPECT_TRUE(c.ok()) << c.summary();
+  EXPECT_TRUE(c.ok()) << c.summary() << concerns_todo(1);
 }
 
 std::string async_case_name(const ::testing::TestParamInfo<AsyncCase>& info) {
@@ -634,13 +650,14 @@ TEST_F(GpuPinnedMemoryTiming, LargePinnedCopyIsStillInFlightWhenTheCallReturns) 
                                            cudaMemcpyDeviceToHost, stream);
         c = check_host(host, n, seed + 1, stream);
       }
-      ASSERT_TRUE(c.ok()) << (to_device ? "H2D: " : "D2H: ") << c.summary();
-      EXPECT_GT(t.call_us, 0.0);
-      EXPECT_GE(t.done_us, t.call_us);
+      ASSERT_TRUE(c.ok()) << (to_device ? "H2D: " : "D2H: ") << c.summary() << concerns_todo(3);
+      EXPECT_GT(t.call_us, 0.0) << concerns_todo(3);
+      EXPECT_GE(t.done_us, t.call_us) << concerns_todo(3);
       seen_in_flight = t.in_flight_at_return;
     }
     EXPECT_TRUE(seen_in_flight) << (to_device ? "H2D" : "D2H")
-                                << ": the copy was never running when the call returned";
+                                << ": the copy was never running when the call returned"
+                                << concerns_todos({1, 3});
   }
 }
 
@@ -654,18 +671,18 @@ TEST_F(GpuPinnedMemoryTiming, PageableCopiesAreTimedAndDelivered) {
   const AsyncCallTiming up = pinned_memory::time_async_copy(
       device.data(), host.data(), host.bytes(), cudaMemcpyHostToDevice, stream);
   const course::Comparison h2d = pinned_memory::verify_hash(device.data(), n, 41, stream);
-  EXPECT_TRUE(h2d.ok()) << h2d.summary();
-  EXPECT_GT(up.done_us, 0.0);
-  EXPECT_GE(up.done_us, up.call_us);
+  EXPECT_TRUE(h2d.ok()) << h2d.summary() << concerns_todo(3);
+  EXPECT_GT(up.done_us, 0.0) << concerns_todo(3);
+  EXPECT_GE(up.done_us, up.call_us) << concerns_todo(3);
 
   course::fill_hash(device.span(), 42, stream);
   std::memset(host.data(), course::kPoisonByte, host.bytes());
   const AsyncCallTiming down = pinned_memory::time_async_copy(
       host.data(), device.data(), host.bytes(), cudaMemcpyDeviceToHost, stream);
   const course::Comparison d2h = check_host(host, n, 42, stream);
-  EXPECT_TRUE(d2h.ok()) << d2h.summary();
-  EXPECT_GT(down.done_us, 0.0);
-  EXPECT_GE(down.done_us, down.call_us);
+  EXPECT_TRUE(d2h.ok()) << d2h.summary() << concerns_todo(3);
+  EXPECT_GT(down.done_us, 0.0) << concerns_todo(3);
+  EXPECT_GE(down.done_us, down.call_us) << concerns_todo(3);
 }
 
 // ---- GPU: registered and mapped memory ---------------------------------------------------
@@ -679,7 +696,7 @@ TEST_F(GpuPinnedMemoryRegistered, AsyncCopiesOfAPartOfARegisteredRange) {
   constexpr std::size_t offset = 1001, count = 70001;
   course::Stream stream;
   HostBuffer host(HostMemory::registered, n * 4);
-  ASSERT_TRUE(host.page_locked());
+  ASSERT_TRUE(host.page_locked()) << concerns_todo(1);
   course::DeviceBuffer<std::uint32_t> device(count);
   const auto words = host.words();
 
@@ -692,7 +709,7 @@ TEST_F(GpuPinnedMemoryRegistered, AsyncCopiesOfAPartOfARegisteredRange) {
     return course::to_host(device.cspan());
   }();
   for (std::size_t i = 0; i < count; ++i) {
-    ASSERT_EQ(arrived[i], course::hash32(offset + i, 51)) << "H2D word " << i;
+    ASSERT_EQ(arrived[i], course::hash32(offset + i, 51)) << "H2D word " << i << concerns_todo(1);
   }
 
   // Back into the middle of the range: the words around it must not change.
@@ -703,7 +720,7 @@ TEST_F(GpuPinnedMemoryRegistered, AsyncCopiesOfAPartOfARegisteredRange) {
   for (std::size_t i = 0; i < n; ++i) {
     const bool inside = i >= offset && i < offset + count;
     ASSERT_EQ(words[i], inside ? course::hash32(i - offset, 52) : course::hash32(i, 51))
-        << "word " << i;
+        << "word " << i << concerns_todo(1);
   }
 }
 
@@ -720,13 +737,13 @@ TEST_P(GpuPinnedMemoryMapped, KernelsReadPinnedMemoryInPlace) {
   course::fill_hash_host(host.words(), 61);
   // The kernel reads host memory over the link: no copy at all ("zero-copy").
   const course::Comparison whole = pinned_memory::verify_hash(host.device_view(), n, 61, stream);
-  EXPECT_TRUE(whole.ok()) << whole.summary();
+  EXPECT_TRUE(whole.ok()) << whole.summary() << concerns_todo(1);
   // And it sees what the CPU writes (the stream is idle: no race with the kernel).
   host.words()[777777] ^= 1u;
   const course::Comparison one_off = pinned_memory::verify_hash(host.device_view(), n, 61, stream);
-  EXPECT_EQ(one_off.mismatches, 1u);
-  ASSERT_EQ(one_off.first.size(), 1u);
-  EXPECT_EQ(one_off.first[0].index, 777777u);
+  EXPECT_EQ(one_off.mismatches, 1u) << concerns_todo(1);
+  ASSERT_EQ(one_off.first.size(), 1u) << concerns_todo(1);
+  EXPECT_EQ(one_off.first[0].index, 777777u) << concerns_todo(1);
 }
 
 INSTANTIATE_TEST_SUITE_P(PinnedKinds, GpuPinnedMemoryMapped, ::testing::ValuesIn(kPinnedKinds),

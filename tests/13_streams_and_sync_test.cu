@@ -28,6 +28,7 @@
 
 namespace {
 
+using course::testing::concerns_todo;  // " [concerns TODO k]" on a failure: gpu_test.h
 using streams_and_sync::Concurrency;
 using streams_and_sync::Interval;
 using streams_and_sync::KindStream;
@@ -77,7 +78,7 @@ TEST(StreamsAndSyncModel, WhichPairsTheProgrammingModelSerialises) {
   for (const Expectation& e : table) {
     EXPECT_EQ(streams_and_sync::implicitly_serialised(e.first, e.second), e.serialised)
         << streams_and_sync::stream_kind_name(e.first) << " then "
-        << streams_and_sync::stream_kind_name(e.second);
+        << streams_and_sync::stream_kind_name(e.second) << concerns_todo(2);
   }
 }
 
@@ -95,6 +96,7 @@ TEST(StreamsAndSyncModel, Names) {
 
 TEST(StreamsAndSyncOverlap, RatioOfKnownPairs) {
   using streams_and_sync::overlap_ratio;
+  SCOPED_TRACE(concerns_todo(6));  // on every failure below: all of them check TODO 6
   EXPECT_DOUBLE_EQ(overlap_ratio(5, 5, 5), 1.0);      // fully at once
   EXPECT_DOUBLE_EQ(overlap_ratio(5, 5, 10), 0.0);     // one after the other
   EXPECT_DOUBLE_EQ(overlap_ratio(5, 5, 7.5), 0.5);    // half
@@ -129,13 +131,13 @@ TEST(StreamsAndSyncOverlap, PairTimingFromGpuIntervals) {
   EXPECT_DOUBLE_EQ(t.t1_ms, 5.0);
   EXPECT_DOUBLE_EQ(t.t2_ms, 5.0);
   EXPECT_DOUBLE_EQ(t.pair_ms, 6.0);
-  EXPECT_DOUBLE_EQ(t.overlap, 0.8);
+  EXPECT_DOUBLE_EQ(t.overlap, 0.8) << concerns_todo(6);
   const auto after = pair_timing(a, {1'005'000'000, 1'007'000'000});  // starts as a ends
   EXPECT_DOUBLE_EQ(after.pair_ms, 7.0);
-  EXPECT_DOUBLE_EQ(after.overlap, 0.0);
+  EXPECT_DOUBLE_EQ(after.overlap, 0.0) << concerns_todo(6);
   const auto earlier = pair_timing(a, {999'000'000, 1'002'000'000});  // the second starts first
   EXPECT_DOUBLE_EQ(earlier.pair_ms, 6.0);
-  EXPECT_DOUBLE_EQ(earlier.overlap, 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(earlier.overlap, 2.0 / 3.0) << concerns_todo(6);
   EXPECT_THROW(pair_timing(a, {7, 7}), std::invalid_argument);
   EXPECT_THROW(pair_timing({9, 3}, a), std::invalid_argument);
 }
@@ -361,11 +363,12 @@ cudaError_t raw_query(cudaError_t status) {
   return status;
 }
 
+/// `todos`: the TODO tags of the test that asks (concerns_todo), or none.
 void expect_spun(const SpinRecord& r, std::uint32_t token, std::uint64_t duration_ns,
-                 const char* what) {
-  EXPECT_EQ(r.token, token) << what << ": the record was not written by this launch";
-  EXPECT_EQ(r.stopped_by, streams_and_sync::kStoppedByTime) << what;
-  EXPECT_GE(r.end_ns, r.start_ns + duration_ns) << what << ": spun for less than asked";
+                 const char* what, const std::string& todos = "") {
+  EXPECT_EQ(r.token, token) << what << ": the record was not written by this launch" << todos;
+  EXPECT_EQ(r.stopped_by, streams_and_sync::kStoppedByTime) << what << todos;
+  EXPECT_GE(r.end_ns, r.start_ns + duration_ns) << what << ": spun for less than asked" << todos;
 }
 
 /// An event destroyed with its owner.
@@ -427,21 +430,24 @@ class GpuStreamKinds : public course::testing::GpuTest {};
 TEST_F(GpuStreamKinds, MakeStreamReturnsTheRightKind) {
   {
     KindStream legacy(StreamKind::legacy_default);
-    EXPECT_EQ(legacy.get(), cudaStreamLegacy) << "the legacy default stream's handle";
+    EXPECT_EQ(legacy.get(), cudaStreamLegacy)
+        << "the legacy default stream's handle" << concerns_todo(1);
   }
   {
     KindStream per_thread(StreamKind::per_thread_default);
-    EXPECT_EQ(per_thread.get(), cudaStreamPerThread) << "the per-thread default stream's handle";
+    EXPECT_EQ(per_thread.get(), cudaStreamPerThread)
+        << "the per-thread default stream's handle" << concerns_todo(1);
   }
   for (StreamKind kind : {StreamKind::blocking, StreamKind::non_blocking}) {
     KindStream a(kind), b(kind);
     const std::string name = streams_and_sync::stream_kind_name(kind);
     for (cudaStream_t s : {a.get(), b.get()}) {
-      EXPECT_NE(s, nullptr) << name << ": a created stream, not the default one";
-      EXPECT_NE(s, cudaStreamLegacy) << name;
-      EXPECT_NE(s, cudaStreamPerThread) << name;
+      EXPECT_NE(s, nullptr) << name << ": a created stream, not the default one"
+                            << concerns_todo(1);
+      EXPECT_NE(s, cudaStreamLegacy) << name << concerns_todo(1);
+      EXPECT_NE(s, cudaStreamPerThread) << name << concerns_todo(1);
     }
-    EXPECT_NE(a.get(), b.get()) << name << ": two streams, not one";
+    EXPECT_NE(a.get(), b.get()) << name << ": two streams, not one" << concerns_todo(1);
     if (a.get() == nullptr || a.get() == cudaStreamLegacy || a.get() == cudaStreamPerThread) {
       continue;  // not a created stream: its flags would say nothing
     }
@@ -449,7 +455,7 @@ TEST_F(GpuStreamKinds, MakeStreamReturnsTheRightKind) {
     COURSE_CHECK(cudaStreamGetFlags(a, &flags));
     EXPECT_EQ(flags, kind == StreamKind::non_blocking ? unsigned{cudaStreamNonBlocking}
                                                       : unsigned{cudaStreamDefault})
-        << name;
+        << name << concerns_todo(1);
   }
 }
 
@@ -485,17 +491,18 @@ TEST_P(GpuStreamPairs, SecondStreamWaitsExactlyWhenTheModelSaysSo) {
     streams_and_sync::launch_spin(records.at(1), 0, 2, second);
     COURSE_CHECK(cudaDeviceSynchronize());
     const auto r = records.read();
-    expect_spun(r[0], 1, kSpin, "first");
-    EXPECT_EQ(r[1].token, 2u);
-    EXPECT_GE(r[1].start_ns, r[0].end_ns) << "the second stream's kernel did not wait";
+    expect_spun(r[0], 1, kSpin, "first", concerns_todo(1));
+    EXPECT_EQ(r[1].token, 2u) << concerns_todo(1);
+    EXPECT_GE(r[1].start_ns, r[0].end_ns)
+        << "the second stream's kernel did not wait" << concerns_todo(1);
   } else {
     Event marker(cudaEventDisableTiming);
     COURSE_CHECK(cudaEventRecord(marker, second));
     COURSE_CHECK(cudaEventSynchronize(marker));
     EXPECT_EQ(raw_query(cudaStreamQuery(first)), cudaErrorNotReady)
-        << "the second stream's event waited for the first stream's spin";
+        << "the second stream's event waited for the first stream's spin" << concerns_todo(1);
     COURSE_CHECK(cudaDeviceSynchronize());
-    expect_spun(records.read()[0], 1, kSpin, "first");
+    expect_spun(records.read()[0], 1, kSpin, "first", concerns_todo(1));
   }
 }
 
@@ -516,11 +523,14 @@ TEST_F(GpuSyncCalls, StreamQueryIsNotReadyWhileWorkRunsAndSuccessAfterSynchroniz
   Records records(1);
   course::Stream s;
   streams_and_sync::launch_spin(records.at(0), 100 * kMs, 3, s);
-  EXPECT_FALSE(streams_and_sync::stream_is_idle(s)) << "cudaStreamQuery during a 100 ms spin";
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "cudaErrorNotReady left behind as an error";
+  EXPECT_FALSE(streams_and_sync::stream_is_idle(s))
+      << "cudaStreamQuery during a 100 ms spin" << concerns_todo(3);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess)
+      << "cudaErrorNotReady left behind as an error" << concerns_todo(3);
   COURSE_CHECK(cudaStreamSynchronize(s));
-  EXPECT_TRUE(streams_and_sync::stream_is_idle(s)) << "cudaStreamQuery after cudaStreamSynchronize";
-  expect_spun(records.read()[0], 3, 100 * kMs, "spin");
+  EXPECT_TRUE(streams_and_sync::stream_is_idle(s))
+      << "cudaStreamQuery after cudaStreamSynchronize" << concerns_todo(3);
+  expect_spun(records.read()[0], 3, 100 * kMs, "spin", concerns_todo(3));
 }
 
 TEST_F(GpuSyncCalls, EventQueryIsNotReadyWhileItsWorkRunsAndSuccessAfterSynchronize) {
@@ -529,16 +539,18 @@ TEST_F(GpuSyncCalls, EventQueryIsNotReadyWhileItsWorkRunsAndSuccessAfterSynchron
   Event event;
   streams_and_sync::launch_spin(records.at(0), 100 * kMs, 4, s);
   COURSE_CHECK(cudaEventRecord(event, s));
-  EXPECT_FALSE(streams_and_sync::event_has_completed(event)) << "cudaEventQuery during the spin";
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "cudaErrorNotReady left behind as an error";
+  EXPECT_FALSE(streams_and_sync::event_has_completed(event))
+      << "cudaEventQuery during the spin" << concerns_todo(4);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess)
+      << "cudaErrorNotReady left behind as an error" << concerns_todo(4);
   COURSE_CHECK(cudaEventSynchronize(event));
-  EXPECT_TRUE(streams_and_sync::event_has_completed(event));
-  expect_spun(records.read()[0], 4, 100 * kMs, "spin");
+  EXPECT_TRUE(streams_and_sync::event_has_completed(event)) << concerns_todo(4);
+  expect_spun(records.read()[0], 4, 100 * kMs, "spin", concerns_todo(4));
 }
 
 TEST_F(GpuSyncCalls, AnEventNeverRecordedCountsAsCompleted) {
   Event event;
-  EXPECT_TRUE(streams_and_sync::event_has_completed(event));
+  EXPECT_TRUE(streams_and_sync::event_has_completed(event)) << concerns_todo(4);
 }
 
 TEST_F(GpuSyncCalls, EventSynchronizeWaitsForTheWorkBeforeTheEventOnly) {
@@ -551,10 +563,11 @@ TEST_F(GpuSyncCalls, EventSynchronizeWaitsForTheWorkBeforeTheEventOnly) {
   COURSE_CHECK(cudaEventSynchronize(event));
   // The event marks a point in the stream: what came before it is done, what came after
   // is not.
-  EXPECT_FALSE(streams_and_sync::stream_is_idle(s)) << "the spin after the event is still running";
-  expect_spun(records.read()[0], 5, 20 * kMs, "before the event");
+  EXPECT_FALSE(streams_and_sync::stream_is_idle(s))
+      << "the spin after the event is still running" << concerns_todo(3);
+  expect_spun(records.read()[0], 5, 20 * kMs, "before the event", concerns_todo(3));
   COURSE_CHECK(cudaStreamSynchronize(s));
-  expect_spun(records.read()[1], 6, 300 * kMs, "after the event");
+  expect_spun(records.read()[1], 6, 300 * kMs, "after the event", concerns_todo(3));
 }
 
 TEST_F(GpuSyncCalls, StreamSynchronizeWaitsForItsOwnStreamOnly) {
@@ -563,10 +576,10 @@ TEST_F(GpuSyncCalls, StreamSynchronizeWaitsForItsOwnStreamOnly) {
   streams_and_sync::launch_spin(records.at(0), 200 * kMs, 9, busy);
   COURSE_CHECK(cudaStreamSynchronize(empty));
   EXPECT_FALSE(streams_and_sync::stream_is_idle(busy))
-      << "synchronising an empty stream waited for another stream's work";
+      << "synchronising an empty stream waited for another stream's work" << concerns_todo(3);
   COURSE_CHECK(cudaStreamSynchronize(busy));
-  EXPECT_TRUE(streams_and_sync::stream_is_idle(busy));
-  expect_spun(records.read()[0], 9, 200 * kMs, "spin");
+  EXPECT_TRUE(streams_and_sync::stream_is_idle(busy)) << concerns_todo(3);
+  expect_spun(records.read()[0], 9, 200 * kMs, "spin", concerns_todo(3));
 }
 
 TEST_F(GpuSyncCalls, DeviceSynchronizeWaitsForEveryStream) {
@@ -576,13 +589,13 @@ TEST_F(GpuSyncCalls, DeviceSynchronizeWaitsForEveryStream) {
   streams_and_sync::launch_spin(records.at(1), 80 * kMs, 11, b);
   streams_and_sync::launch_spin(records.at(2), 30 * kMs, 12, cudaStreamPerThread);
   COURSE_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(streams_and_sync::stream_is_idle(a));
-  EXPECT_TRUE(streams_and_sync::stream_is_idle(b));
-  EXPECT_TRUE(streams_and_sync::stream_is_idle(cudaStreamPerThread));
+  EXPECT_TRUE(streams_and_sync::stream_is_idle(a)) << concerns_todo(3);
+  EXPECT_TRUE(streams_and_sync::stream_is_idle(b)) << concerns_todo(3);
+  EXPECT_TRUE(streams_and_sync::stream_is_idle(cudaStreamPerThread)) << concerns_todo(3);
   const auto r = records.read();
-  expect_spun(r[0], 10, 50 * kMs, "a");
-  expect_spun(r[1], 11, 80 * kMs, "b");
-  expect_spun(r[2], 12, 30 * kMs, "per-thread");
+  expect_spun(r[0], 10, 50 * kMs, "a", concerns_todo(3));
+  expect_spun(r[1], 11, 80 * kMs, "b", concerns_todo(3));
+  expect_spun(r[2], 12, 30 * kMs, "per-thread", concerns_todo(3));
 }
 
 TEST_F(GpuSyncCalls, WaitingForAnEventNeverRecordedIsANoOp) {
@@ -677,12 +690,12 @@ TEST_P(GpuProducerConsumer, ConsumerCopiesWhatTheLateProducerWrote) {
                                           event);
     COURSE_CHECK(cudaStreamSynchronize(consumer));  // the consumer's stream only
     EXPECT_EQ(raw_query(cudaEventQuery(event)), cudaSuccess)
-        << "the consumer finished before the producer's event completed";
+        << "the consumer finished before the producer's event completed" << concerns_todo(5);
     std::vector<std::uint32_t> expected(n);
     course::fill_hash_host(expected, seed);
     const auto c =
         course::compare_exact<std::uint32_t>(expected, course::to_host(consumed.cspan()));
-    EXPECT_TRUE(c.ok()) << "n=" << n << ": " << c.summary();
+    EXPECT_TRUE(c.ok()) << "n=" << n << ": " << c.summary() << concerns_todo(5);
     COURSE_CHECK(cudaDeviceSynchronize());
   }
 }
@@ -709,16 +722,16 @@ TEST_P(GpuProducerConsumer, OrdersOnTheGpuWithoutWaitingOnTheHost) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(raw_query(cudaStreamQuery(producer)), cudaErrorNotReady)
       << "copy_after_producer waited on the host for the producer (the call took " << call_ms
-      << " ms)";
+      << " ms)" << concerns_todo(5);
   EXPECT_EQ(raw_query(cudaEventQuery(event)), cudaErrorNotReady)
-      << "the event was not recorded after the producer's work";
+      << "the event was not recorded after the producer's work" << concerns_todo(5);
   EXPECT_EQ(raw_query(cudaStreamQuery(consumer)), cudaErrorNotReady)
-      << "the consumer's copy did not wait for the producer";
+      << "the consumer's copy did not wait for the producer" << concerns_todo(5);
   COURSE_CHECK(cudaStreamSynchronize(consumer));
   std::vector<std::uint32_t> expected(n);
   course::fill_hash_host(expected, 5);
   const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(consumed.cspan()));
-  EXPECT_TRUE(c.ok()) << c.summary();
+  EXPECT_TRUE(c.ok()) << c.summary() << concerns_todo(5);
   COURSE_CHECK(cudaDeviceSynchronize());
 }
 
@@ -743,7 +756,7 @@ TEST_P(GpuProducerConsumer, AReusedEventOrdersAfterTheNewWork) {
   std::vector<std::uint32_t> expected(n);
   course::fill_hash_host(expected, 6);
   const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(consumed.cspan()));
-  EXPECT_TRUE(c.ok()) << c.summary();
+  EXPECT_TRUE(c.ok()) << c.summary() << concerns_todo(5);
   COURSE_CHECK(cudaDeviceSynchronize());
 }
 
@@ -776,8 +789,8 @@ TEST_F(GpuOverlapMeasurement, OneStreamMeasuresSerialised) {
   const auto t =
       streams_and_sync::pair_timing({r[0].start_ns, r[0].end_ns}, {r[1].start_ns, r[1].end_ns});
   EXPECT_GE(t.pair_ms, t.t1_ms + t.t2_ms - 1e-3) << "one stream ran two kernels at once";
-  EXPECT_LE(t.overlap, 1e-3);
-  EXPECT_EQ(streams_and_sync::classify(t.overlap), Concurrency::serialised);
+  EXPECT_LE(t.overlap, 1e-3) << concerns_todo(6);
+  EXPECT_EQ(streams_and_sync::classify(t.overlap), Concurrency::serialised) << concerns_todo(6);
 }
 
 // ---- GPU tests: the driver's pair measurement covers the work it reports --------------------
@@ -796,7 +809,7 @@ TEST_F(GpuPairBench, TimesCoverTheWorkTheyReport) {
   EXPECT_GE(one_stream.timing.t1_ms, 20.0);
   EXPECT_GE(one_stream.timing.t2_ms, 20.0);
   EXPECT_GE(one_stream.timing.pair_ms, 40.0);
-  EXPECT_LE(one_stream.timing.overlap, 1e-3);
+  EXPECT_LE(one_stream.timing.overlap, 1e-3) << concerns_todo(6);
   EXPECT_GE(one_stream.between_ms, 30.0);
 
   const auto copy = bench.copy_and_kernel(s, other, /*check_values=*/true);

@@ -15,6 +15,8 @@
 
 namespace {
 
+using course::testing::concerns_todo;  // " [concerns TODO k]" on a failure: gpu_test.h
+using course::testing::concerns_todos;
 using register_staged::copy_and_compute;
 using register_staged::Granularity;
 using register_staged::LaunchShape;
@@ -25,6 +27,13 @@ const std::vector<std::size_t> kAwkwardSizes = {1,    31,   32,   33,    255,   
                                                 4095, 4096, 4097, 16383, 16385, 65537, 1000003};
 
 std::string name(Granularity g) { return g == Granularity::fine ? "fine" : "coarse"; }
+
+/// The TODOs an instruction the baseline must not have can come from: an asynchronous copy
+/// from the staging (TODO 1), an mbarrier (SYNCS in SASS) from it or from a barrier put in
+/// place of a __syncthreads (TODOs 2 and 3).
+std::string todos_emitting(const std::string& op) {
+  return op == "mbarrier" || op == "SYNCS" ? concerns_todos({1, 2, 3}) : concerns_todo(1);
+}
 
 }  // namespace
 
@@ -86,10 +95,11 @@ TEST(RegisterStagedPtx, NoAsynchronousCopyInstructions) {
     ASSERT_EQ(kernels.size(), 2u) << "one kernel per granularity in " << target;
     for (const auto& kernel : kernels) {
       for (const char* async : {"cp.async", "cp.async.bulk", "mbarrier", "cp.reduce.async"}) {
-        EXPECT_FALSE(course::inspect::uses(kernel.body, async)) << kernel.name << " uses " << async;
+        EXPECT_FALSE(course::inspect::uses(kernel.body, async))
+            << kernel.name << " uses " << async << todos_emitting(async);
       }
       EXPECT_TRUE(course::inspect::uses(kernel.body, "bar.sync"))
-          << kernel.name << ": no __syncthreads";
+          << kernel.name << ": no __syncthreads" << concerns_todos({2, 3});
     }
   }
 }
@@ -102,8 +112,9 @@ TEST(RegisterStagedPtx, CoarseKernelMoves16ByteVectors) {
       "register_staged_kernelILNS_11GranularityE1E");
   EXPECT_TRUE(course::inspect::uses(coarse.body, "ld.global.nc.v4.u32") ||
               course::inspect::uses(coarse.body, "ld.global.v4.u32"))
-      << "the coarse kernel should load uint4 vectors";
-  EXPECT_TRUE(course::inspect::uses(coarse.body, "st.shared.v4.u32"));
+      << "the coarse kernel should load uint4 vectors" << concerns_todo(1);
+  EXPECT_TRUE(course::inspect::uses(coarse.body, "st.shared.v4.u32"))
+      << "the coarse kernel should store uint4 vectors" << concerns_todo(1);
 }
 
 TEST(RegisterStagedSass, NoLdgstsOrBulkCopyInMachineCode) {
@@ -115,9 +126,11 @@ TEST(RegisterStagedSass, NoLdgstsOrBulkCopyInMachineCode) {
   ASSERT_EQ(functions.size(), 2u) << listing.substr(0, 2000);
   for (const auto& f : functions) {
     for (const char* op : {"LDGSTS", "UBLKCP", "UTMALDG", "SYNCS"}) {
-      EXPECT_FALSE(course::inspect::uses(f.body, op)) << f.name << " uses " << op;
+      EXPECT_FALSE(course::inspect::uses(f.body, op))
+          << f.name << " uses " << op << todos_emitting(op);
     }
-    EXPECT_TRUE(course::inspect::uses(f.body, "BAR")) << f.name;
+    EXPECT_TRUE(course::inspect::uses(f.body, "BAR"))
+        << f.name << ": no BAR" << concerns_todos({2, 3});
   }
 }
 
@@ -141,11 +154,12 @@ TEST_P(GpuRegisterStaged, EveryElementMatchesTheReference) {
     course::workload::reference(host_in, expected);
     const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
     ASSERT_TRUE(c.ok()) << name(granularity) << ", " << shape.blocks << "x"
-                        << shape.threads_per_block << ", n=" << n << ": " << c.summary();
+                        << shape.threads_per_block << ", n=" << n << ": " << c.summary()
+                        << concerns_todos({1, 2, 3});
     // The kernel must not write to its input.
     std::vector<std::uint32_t> original(n);
     course::fill_hash_host(original, static_cast<std::uint32_t>(n));
-    ASSERT_EQ(host_in, original) << "the input changed, n=" << n;
+    ASSERT_EQ(host_in, original) << "the input changed, n=" << n << concerns_todo(1);
   }
 }
 

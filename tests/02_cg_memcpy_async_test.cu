@@ -20,6 +20,8 @@ using cg_memcpy_async::Buffering;
 using cg_memcpy_async::copy_and_compute;
 using cg_memcpy_async::Granularity;
 using cg_memcpy_async::LaunchShape;
+using course::testing::concerns_todo;  // " [concerns TODO k]" on a failure: gpu_test.h
+using course::testing::concerns_todos;
 
 // Sizes around every boundary: one element, a partial group, whole and partial batches
 // at both granularities and block sizes, a prime, and enough batches to wrap the grid.
@@ -30,6 +32,29 @@ const std::vector<std::size_t> kAwkwardSizes = {
 
 std::string name(Granularity g) { return g == Granularity::fine ? "fine" : "coarse"; }
 std::string name(Buffering b) { return b == Buffering::single ? "wait" : "double"; }
+
+// The TODOs a failure of a kernel with buffering `b` concerns. The copies: copy_batch_async
+// (TODO 1), and in the double-buffered kernel its calls before the loop (TODO 3) and for
+// the next batch (TODO 4).
+std::string copy_todos(Buffering b) {
+  return b == Buffering::single ? concerns_todo(1) : concerns_todos({1, 3, 4});
+}
+// The wait for the batch: TODO 2 in the single-buffer kernel, TODO 4 in the other.
+std::string wait_todos(Buffering b) {
+  return b == Buffering::single ? concerns_todo(2) : concerns_todo(4);
+}
+// The block syncs: inside the wait, and (double-buffered, TODO 5) before a refill.
+std::string sync_todos(Buffering b) {
+  return b == Buffering::single ? concerns_todo(2) : concerns_todos({4, 5});
+}
+// Instructions memcpy_async never emits: a copy or a wait written some other way.
+std::string copy_or_wait_todos(Buffering b) {
+  return b == Buffering::single ? concerns_todos({1, 2}) : concerns_todos({1, 3, 4});
+}
+// Every element of the output: every TODO of the kernel.
+std::string result_todos(Buffering b) {
+  return b == Buffering::single ? concerns_todos({1, 2}) : concerns_todos({1, 3, 4, 5});
+}
 
 /// Runs the kernel on `in` (already filled) and checks every element of `out` against
 /// the CPU reference and that `in` is unchanged. Returns a failure message, or "".
@@ -159,21 +184,25 @@ TEST(CgMemcpyAsyncPtx, EveryKernelCopiesWithCpAsyncAndWaitsForItsGroups) {
       const auto kernel = course::inspect::kernel(module, k.part);
       const std::string what = target + " " + name(k.granularity) + "/" + name(k.buffering);
       // The copy goes global -> shared without registers, one commit group per call...
-      EXPECT_TRUE(course::inspect::uses(kernel.body, "cp.async")) << what << ": no cp.async";
-      EXPECT_TRUE(course::inspect::uses(kernel.body, "cp.async.commit_group")) << what;
+      EXPECT_TRUE(course::inspect::uses(kernel.body, "cp.async"))
+          << what << ": no cp.async" << copy_todos(k.buffering);
+      EXPECT_TRUE(course::inspect::uses(kernel.body, "cp.async.commit_group"))
+          << what << ": no commit_group" << copy_todos(k.buffering);
       // ...every batch is waited for: wait is cp.async.wait_group 0 (wait_all)...
       EXPECT_TRUE(course::inspect::uses(kernel.body, "cp.async.wait_group 0") ||
                   course::inspect::uses(kernel.body, "cp.async.wait_all"))
-          << what << ": nothing waits for all copies";
+          << what << ": nothing waits for all copies" << wait_todos(k.buffering);
       // ...and the block syncs (inside wait, and before a buffer is refilled).
       EXPECT_TRUE(course::inspect::uses(kernel.body, "barrier.sync") ||
                   course::inspect::uses(kernel.body, "bar.sync"))
-          << what << ": no block sync";
+          << what << ": no block sync" << sync_todos(k.buffering);
       // Every batch and its tail may use 4-byte copies (cp.async.ca ... 4, 4).
-      EXPECT_TRUE(copies_with(kernel.body, "ca", 4)) << what << ": no 4-byte cp.async";
+      EXPECT_TRUE(copies_with(kernel.body, "ca", 4))
+          << what << ": no 4-byte cp.async" << copy_todos(k.buffering);
       // cooperative_groups::memcpy_async never uses the Hopper bulk copy or an mbarrier.
       for (const char* other : {"cp.async.bulk", "mbarrier", "cp.async.mbarrier.arrive"}) {
-        EXPECT_FALSE(course::inspect::uses(kernel.body, other)) << what << " uses " << other;
+        EXPECT_FALSE(course::inspect::uses(kernel.body, other))
+            << what << " uses " << other << copy_or_wait_todos(k.buffering);
       }
     }
   }
@@ -188,7 +217,8 @@ TEST(CgMemcpyAsyncPtx, CoarseKernelsCopy16ByteChunksThroughAlignedSizeT) {
       const std::string what = target + " " + name(k.granularity) + "/" + name(k.buffering);
       // aligned_size_t<16> selects cp.async.cg (L1 bypass) with 16 bytes per instruction;
       // the fine kernels never promise 16-byte alignment, so they must not have it.
-      EXPECT_EQ(copies_with(kernel.body, "cg", 16), k.granularity == Granularity::coarse) << what;
+      EXPECT_EQ(copies_with(kernel.body, "cg", 16), k.granularity == Granularity::coarse)
+          << what << copy_todos(k.buffering);
     }
   }
 }
@@ -202,7 +232,8 @@ TEST(CgMemcpyAsyncPtx, OnlyTheDoubleBufferedKernelsLeaveOneGroupInFlight) {
       // wait_prior<1> is cp.async.wait_group 1: all groups but the newest are done.
       EXPECT_EQ(course::inspect::uses(kernel.body, "cp.async.wait_group 1"),
                 k.buffering == Buffering::double_buffered)
-          << target << " " << name(k.granularity) << "/" << name(k.buffering);
+          << target << " " << name(k.granularity) << "/" << name(k.buffering)
+          << wait_todos(k.buffering);
     }
   }
 }
@@ -222,18 +253,20 @@ TEST(CgMemcpyAsyncSass, LdgstsInMachineCodeAndNoBulkCopy) {
       ++found;
       // LDGSTS is cp.async in machine code; LDGDEPBAR commits a group, DEPBAR.LE SB0, N
       // waits until at most N groups are pending.
-      EXPECT_TRUE(course::inspect::uses(f.body, "LDGSTS.E")) << what;
-      EXPECT_TRUE(course::inspect::uses(f.body, "LDGDEPBAR")) << what;
-      EXPECT_TRUE(course::inspect::uses(f.body, "DEPBAR.LE SB0, 0x0")) << what;
+      EXPECT_TRUE(course::inspect::uses(f.body, "LDGSTS.E")) << what << copy_todos(k.buffering);
+      EXPECT_TRUE(course::inspect::uses(f.body, "LDGDEPBAR")) << what << copy_todos(k.buffering);
+      EXPECT_TRUE(course::inspect::uses(f.body, "DEPBAR.LE SB0, 0x0"))
+          << what << wait_todos(k.buffering);
       EXPECT_EQ(course::inspect::uses(f.body, "DEPBAR.LE SB0, 0x1"),
                 k.buffering == Buffering::double_buffered)
-          << what;
+          << what << wait_todos(k.buffering);
       // 16-byte copies that bypass L1 (cp.async.cg) only where aligned_size_t<16> promised.
       EXPECT_EQ(course::inspect::uses(f.body, "LDGSTS.E.BYPASS.128"),
                 k.granularity == Granularity::coarse)
-          << what;
+          << what << copy_todos(k.buffering);
       for (const char* op : {"UBLKCP", "UTMALDG", "SYNCS"}) {
-        EXPECT_FALSE(course::inspect::uses(f.body, op)) << what << " uses " << op;
+        EXPECT_FALSE(course::inspect::uses(f.body, op))
+            << what << " uses " << op << copy_or_wait_todos(k.buffering);
       }
     }
     EXPECT_EQ(found, 1) << what << " in the SASS listing";
@@ -254,7 +287,8 @@ TEST_P(GpuCgMemcpyAsync, EveryElementMatchesTheReference) {
     const std::string failure =
         run_and_check(in.cspan(), out.span(), granularity, buffering, shape);
     ASSERT_EQ(failure, "") << name(granularity) << "/" << name(buffering) << ", " << shape.blocks
-                           << "x" << shape.threads_per_block << ", n=" << n;
+                           << "x" << shape.threads_per_block << ", n=" << n
+                           << result_todos(buffering);
   }
 }
 
@@ -288,7 +322,7 @@ TEST_F(GpuCgMemcpyAsyncOffsets, FineGranularityNeedsOnly4ByteAlignment) {
             run_and_check(in.cspan().subspan(offset, n), out.span().subspan(3 - offset, n),
                           Granularity::fine, b, LaunchShape{5, 128});
         ASSERT_EQ(failure, "") << name(b) << ", in + " << offset << ", out + " << 3 - offset
-                               << ", n=" << n;
+                               << ", n=" << n << result_todos(b);
       }
     }
   }

@@ -36,8 +36,19 @@ const std::vector<std::size_t> kAwkwardSizes = {1,    31,   32,   33,    255,   
 // The two correct interfaces (the broken one has its own test).
 const Interface kCorrect[] = {Interface::pipeline, Interface::primitives};
 
+using course::testing::concerns_todo;
+using course::testing::concerns_todos;
+
+/// The TODOs of the student's file that a kernel's values depend on: the cuda::pipeline
+/// kernel on TODOs 1-4 (copy, producer side, consumer wait, release), the primitives
+/// kernels (the deliberately broken one too) on TODOs 5-6 (start_batch, the wait).
+std::string todos_of(Interface interface) {
+  return interface == Interface::pipeline ? concerns_todos({1, 2, 3, 4}) : concerns_todos({5, 6});
+}
+
 /// Runs `config` on hash-filled input of `n` elements into a poisoned output and compares
-/// every element with the CPU reference; also checks that the input is unchanged.
+/// every element with the CPU reference; also checks that the input is unchanged. A failure
+/// names the TODOs the interface's kernel depends on.
 ::testing::AssertionResult matches_reference(const Config& config, LaunchShape shape,
                                              std::size_t n) {
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
@@ -56,10 +67,13 @@ const Interface kCorrect[] = {Interface::pipeline, Interface::primitives};
                            std::to_string(config.vectors_per_thread) + " vectors per thread, " +
                            std::to_string(shape.blocks) + "x" +
                            std::to_string(shape.threads_per_block) + ", n=" + std::to_string(n);
-  if (!c.ok()) return ::testing::AssertionFailure() << what << ": " << c.summary();
+  const std::string todos = todos_of(config.interface);
+  if (!c.ok()) return ::testing::AssertionFailure() << what << ": " << c.summary() << todos;
   std::vector<std::uint32_t> original(n);
   course::fill_hash_host(original, seed);
-  if (host_in != original) return ::testing::AssertionFailure() << what << ": the input changed";
+  if (host_in != original) {
+    return ::testing::AssertionFailure() << what << ": the input changed" << todos;
+  }
   return ::testing::AssertionSuccess();
 }
 
@@ -282,17 +296,24 @@ TEST(PipelineMultiStagePtx, BlockScopePipelineUsesCpAsyncCompletedThroughMbarrie
       const std::string where = k.name + " (" + target + ")";
       // aligned_size_t<16> selects the 16-byte, L1-bypassing form for full batches; the
       // partial last batch falls back to 4-byte copies.
-      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global")) << where;
-      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global")) << where;
+      // copy_batch (TODO 1) emits them once the producer side (TODO 2) calls it.
+      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global"))
+          << where << concerns_todos({1, 2});
+      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.ca.shared.global"))
+          << where << concerns_todos({1, 2});
       // A block-scope pipeline completes its stages through mbarriers (producer_commit:
       // cp.async.mbarrier.arrive; consumer_wait: an mbarrier parity wait), never through
       // the per-thread cp.async.wait_group, and never with a bulk (TMA) copy.
-      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive")) << where;
+      // (producer_commit is TODO 2's; producer_acquire, TODO 2's too, also waits on a parity,
+      // so the parity wait goes missing only when both sides are.)
+      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive"))
+          << where << concerns_todo(2);
       EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.try_wait.parity") ||
                   course::inspect::uses(k.body, "mbarrier.test_wait.parity"))
-          << where;
-      EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.wait_group")) << where;
-      EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where;
+          << where << concerns_todos({2, 3});
+      EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.wait_group"))
+          << where << concerns_todos({1, 3});
+      EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where << concerns_todo(1);
     }
   }
 }
@@ -308,18 +329,23 @@ TEST(PipelineMultiStagePtx, PrimitivesKernelsCommitWaitAndZeroFill) {
       const bool broken = std::string(family) == "one_stage_too_many_kernel";
       for (const auto& k : kernels) {
         const std::string where = k.name + " (" + target + ")";
-        EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global")) << where;
-        EXPECT_TRUE(has_zero_fill_copy(k.body)) << where << ": no zero-filling cp.async";
-        EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group")) << where;
-        EXPECT_TRUE(course::inspect::uses(k.body, "bar.sync")) << where << ": no __syncthreads";
-        EXPECT_FALSE(course::inspect::uses(k.body, "mbarrier")) << where;
-        EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where;
+        // start_batch (TODO 5) copies, zero-fills and commits; the wait (TODO 6) syncs.
+        EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global"))
+            << where << concerns_todo(5);
+        EXPECT_TRUE(has_zero_fill_copy(k.body))
+            << where << ": no zero-filling cp.async" << concerns_todo(5);
+        EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group"))
+            << where << concerns_todo(5);
+        EXPECT_TRUE(course::inspect::uses(k.body, "bar.sync"))
+            << where << ": no __syncthreads" << concerns_todo(6);
+        EXPECT_FALSE(course::inspect::uses(k.body, "mbarrier")) << where << concerns_todos({5, 6});
+        EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where << concerns_todo(5);
         // The wait is a compile-time count: Stages - 2 pending groups for the correct
         // kernel (Stages - 1 batches ahead), Stages - 1 for the broken one (Stages ahead).
         const int stages = stages_of(k.name);
         ASSERT_GE(stages, kMinStages) << where;
         EXPECT_EQ(wait_group_counts(k.body), std::set<int>{broken ? stages - 1 : stages - 2})
-            << where;
+            << where << concerns_todo(6);
       }
     }
   }
@@ -337,10 +363,16 @@ TEST(PipelineMultiStageSass, LdgstsInEveryKernelAndNoBulkCopies) {
     const bool pipeline = f.name.find("pipeline_kernel") != std::string::npos;
     if (!primitives && !pipeline) continue;
     ++kernels;
-    EXPECT_TRUE(course::inspect::uses(f.body, "LDGSTS")) << f.name;
-    if (primitives) EXPECT_TRUE(course::inspect::uses(f.body, "LDGDEPBAR")) << f.name;
+    // The copies: start_batch (TODO 5) in the primitives kernels, copy_batch (TODO 1) called
+    // by the producer side (TODO 2) in the cuda::pipeline kernels.
+    const std::string copies = primitives ? concerns_todo(5) : concerns_todos({1, 2});
+    EXPECT_TRUE(course::inspect::uses(f.body, "LDGSTS")) << f.name << copies;
+    if (primitives) {
+      EXPECT_TRUE(course::inspect::uses(f.body, "LDGDEPBAR")) << f.name << concerns_todo(5);
+    }
     for (const char* op : {"UBLKCP", "UTMALDG"}) {
-      EXPECT_FALSE(course::inspect::uses(f.body, op)) << f.name << " uses " << op;
+      EXPECT_FALSE(course::inspect::uses(f.body, op))
+          << f.name << " uses " << op << (primitives ? concerns_todo(5) : concerns_todo(1));
     }
   }
   EXPECT_EQ(kernels, 3 * (kMaxStages - kMinStages + 1)) << listing.substr(0, 2000);

@@ -41,6 +41,18 @@ using we::model::WarpSequence;
 
 LaneMask bit(int lane) { return LaneMask{1} << lane; }
 
+using course::testing::concerns_todo;
+using course::testing::concerns_todos;
+
+// The student's TODOs (warp_entanglement.cu): 1 the model's commit rule (PB and every TB),
+// 2 its wait rule; 3 commit and arrive-on, 4 the converged round, 5 the diverged rounds,
+// 6 the kernel's wait. What a model wait reports on a sequence built by commits depends on
+// both rules.
+const std::string kRules = concerns_todos({1, 2});
+
+/// The TODO that places the round's copies, commit and arrive-on for `mode`.
+int round_todo(CommitMode mode) { return mode == CommitMode::converged ? 4 : 5; }
+
 const CommitMode kModes[] = {CommitMode::converged, CommitMode::diverged,
                              CommitMode::diverged_syncwarp, CommitMode::diverged_no_syncwarp};
 
@@ -50,36 +62,39 @@ TEST(WarpEntanglementModel, FullyDivergedWarpFromTheProgrammingGuide) {
   // Every lane commits once, alone: PB = {0, 1, ..., 31} (PL = 31), every TB = {0} (TL = 0).
   WarpSequence s;
   for (int lane = 0; lane < 32; ++lane) s.commit(bit(lane));
-  ASSERT_EQ(s.actual().size(), 32u);
-  EXPECT_EQ(s.actual_last(), 31);
-  for (int b = 0; b < 32; ++b) EXPECT_EQ(s.actual()[b], bit(b)) << "PB batch " << b;
+  ASSERT_EQ(s.actual().size(), 32u) << concerns_todo(1);
+  EXPECT_EQ(s.actual_last(), 31) << concerns_todo(1);
+  for (int b = 0; b < 32; ++b) {
+    EXPECT_EQ(s.actual()[b], bit(b)) << "PB batch " << b << concerns_todo(1);
+  }
   for (int lane = 0; lane < 32; ++lane) {
-    EXPECT_EQ(s.perceived_last(lane), 0) << "lane " << lane;
+    EXPECT_EQ(s.perceived_last(lane), 0) << "lane " << lane << concerns_todo(1);
     // BT0 of lane t is BP_t: a perceived index n aligns with an actual index m >= n.
-    EXPECT_EQ(s.perceived(lane), std::vector<int>{lane}) << "lane " << lane;
+    EXPECT_EQ(s.perceived(lane), std::vector<int>{lane}) << "lane " << lane << concerns_todo(1);
     // Every thread may wait for all 32 batches: wait_prior<0> covers PB 0..31.
     const we::model::Wait w = s.wait_prior(lane, 0);
-    EXPECT_EQ(w.needed_through, lane);
-    EXPECT_EQ(w.waited_through, 31);
-    EXPECT_EQ(w.batches_waited(), 32);
-    EXPECT_EQ(w.over_waited(), 31 - lane);
+    EXPECT_EQ(w.needed_through, lane) << kRules;
+    EXPECT_EQ(w.waited_through, 31) << kRules;
+    EXPECT_EQ(w.batches_waited(), 32) << kRules;
+    EXPECT_EQ(w.over_waited(), 31 - lane) << kRules;
     const we::model::Wait c = s.consumer_wait(lane, 0);
-    EXPECT_EQ(c.n, 0);
-    EXPECT_EQ(c.waited_through, 31);
+    EXPECT_EQ(c.n, 0) << concerns_todo(1);  // consumer_wait asks for TL - consumed
+    EXPECT_EQ(c.waited_through, 31) << kRules;
   }
 }
 
 TEST(WarpEntanglementModel, ConvergedWarpPerceivesTheActualSequence) {
   WarpSequence s;
   for (int round = 0; round < 3; ++round) s.commit(kFullWarp);
-  EXPECT_EQ(s.actual(), (std::vector<LaneMask>{kFullWarp, kFullWarp, kFullWarp}));
+  EXPECT_EQ(s.actual(), (std::vector<LaneMask>{kFullWarp, kFullWarp, kFullWarp}))
+      << concerns_todo(1);
   for (int lane = 0; lane < 32; ++lane) {
-    EXPECT_EQ(s.perceived(lane), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(s.perceived(lane), (std::vector<int>{0, 1, 2})) << concerns_todo(1);
     for (int n = 0; n <= 2; ++n) {
       const we::model::Wait w = s.wait_prior(lane, n);
-      EXPECT_EQ(w.needed_through, 2 - n);
-      EXPECT_EQ(w.waited_through, 2 - n);
-      EXPECT_EQ(w.over_waited(), 0) << "a converged warp never over-waits, n=" << n;
+      EXPECT_EQ(w.needed_through, 2 - n) << kRules;
+      EXPECT_EQ(w.waited_through, 2 - n) << kRules;
+      EXPECT_EQ(w.over_waited(), 0) << "a converged warp never over-waits, n=" << n << kRules;
     }
   }
 }
@@ -92,70 +107,72 @@ TEST(WarpEntanglementModel, PartlyDivergedWarpWaitsForTheOtherHalf) {
     s.commit(lo);
     s.commit(hi);
   }
-  EXPECT_EQ(s.actual(), (std::vector<LaneMask>{lo, hi, lo, hi}));
-  EXPECT_EQ(s.perceived(0), (std::vector<int>{0, 2}));
-  EXPECT_EQ(s.perceived(31), (std::vector<int>{1, 3}));
+  EXPECT_EQ(s.actual(), (std::vector<LaneMask>{lo, hi, lo, hi})) << concerns_todo(1);
+  EXPECT_EQ(s.perceived(0), (std::vector<int>{0, 2})) << concerns_todo(1);
+  EXPECT_EQ(s.perceived(31), (std::vector<int>{1, 3})) << concerns_todo(1);
   // wait_prior<1>: lane 0 needs PB 0 but waits through PL - 1 = 2, its own newer batch too.
   const we::model::Wait low = s.wait_prior(0, 1);
-  EXPECT_EQ(low.needed_through, 0);
-  EXPECT_EQ(low.waited_through, 2);
-  EXPECT_EQ(low.over_waited(), 2);
+  EXPECT_EQ(low.needed_through, 0) << kRules;
+  EXPECT_EQ(low.waited_through, 2) << kRules;
+  EXPECT_EQ(low.over_waited(), 2) << kRules;
   // Lane 31 needs PB 1 and waits through 2: one batch (lane 0's newer one) more.
   const we::model::Wait high = s.wait_prior(31, 1);
-  EXPECT_EQ(high.needed_through, 1);
-  EXPECT_EQ(high.waited_through, 2);
-  EXPECT_EQ(high.over_waited(), 1);
+  EXPECT_EQ(high.needed_through, 1) << kRules;
+  EXPECT_EQ(high.waited_through, 2) << kRules;
+  EXPECT_EQ(high.over_waited(), 1) << kRules;
   // wait_prior<0> waits for everything in both halves.
-  EXPECT_EQ(s.wait_prior(0, 0).waited_through, 3);
-  EXPECT_EQ(s.wait_prior(0, 0).needed_through, 2);
+  EXPECT_EQ(s.wait_prior(0, 0).waited_through, 3) << kRules;
+  EXPECT_EQ(s.wait_prior(0, 0).needed_through, 2) << kRules;
 }
 
 TEST(WarpEntanglementModel, WaitPriorIsClampedAtEight) {
   WarpSequence s;
   for (int round = 0; round < 10; ++round) s.commit(kFullWarp);
   const we::model::Wait nine = s.wait_prior(5, 9);
-  EXPECT_EQ(nine.n_applied, 8);
-  EXPECT_EQ(nine.needed_through, 0);
-  EXPECT_EQ(nine.waited_through, 1);  // 9 - 8: the clamp over-waits even converged
-  EXPECT_EQ(nine.over_waited(), 1);
-  EXPECT_EQ(s.wait_prior(5, 8).waited_through, 1);
-  EXPECT_EQ(s.wait_prior(5, 8).over_waited(), 0);
-  EXPECT_EQ(s.wait_prior(5, 100).waited_through, 1);
-  EXPECT_EQ(s.wait_prior(5, 100).needed_through, -1);
+  EXPECT_EQ(nine.n_applied, 8) << concerns_todo(2);
+  EXPECT_EQ(nine.needed_through, 0) << kRules;
+  EXPECT_EQ(nine.waited_through, 1) << kRules;  // 9 - 8: the clamp over-waits even converged
+  EXPECT_EQ(nine.over_waited(), 1) << kRules;
+  EXPECT_EQ(s.wait_prior(5, 8).waited_through, 1) << kRules;
+  EXPECT_EQ(s.wait_prior(5, 8).over_waited(), 0) << kRules;
+  EXPECT_EQ(s.wait_prior(5, 100).waited_through, 1) << kRules;
+  EXPECT_EQ(s.wait_prior(5, 100).needed_through, -1) << kRules;
 }
 
 TEST(WarpEntanglementModel, WaitsWithNothingToWaitFor) {
   WarpSequence empty;
   EXPECT_EQ(empty.actual_last(), -1);
   EXPECT_EQ(empty.perceived_last(0), -1);
-  EXPECT_EQ(empty.wait_prior(0, 0).waited_through, -1);
-  EXPECT_EQ(empty.wait_prior(0, 0).needed_through, -1);
-  EXPECT_EQ(empty.wait_prior(0, 0).batches_waited(), 0);
+  // Nothing committed: only the wait rule (TODO 2) is at work.
+  EXPECT_EQ(empty.wait_prior(0, 0).waited_through, -1) << concerns_todo(2);
+  EXPECT_EQ(empty.wait_prior(0, 0).needed_through, -1) << concerns_todo(2);
+  EXPECT_EQ(empty.wait_prior(0, 0).batches_waited(), 0) << concerns_todo(2);
 
   WarpSequence two;
   two.commit(kFullWarp);
   two.commit(kFullWarp);
-  EXPECT_EQ(two.wait_prior(3, 2).waited_through, -1);
-  EXPECT_EQ(two.wait_prior(3, 3).waited_through, -1);
+  EXPECT_EQ(two.wait_prior(3, 2).waited_through, -1) << kRules;
+  EXPECT_EQ(two.wait_prior(3, 3).waited_through, -1) << kRules;
 
   // A lane that committed once asks wait_prior<1>: it needs nothing, but the warp's other
   // 31 batches make the hardware wait through PB 30.
   WarpSequence diverged;
   for (int lane = 0; lane < 32; ++lane) diverged.commit(bit(lane));
   const we::model::Wait w = diverged.wait_prior(0, 1);
-  EXPECT_EQ(w.needed_through, -1);
-  EXPECT_EQ(w.waited_through, 30);
-  EXPECT_EQ(w.over_waited(), 31);
+  EXPECT_EQ(w.needed_through, -1) << kRules;
+  EXPECT_EQ(w.waited_through, 30) << kRules;
+  EXPECT_EQ(w.over_waited(), 31) << kRules;
 }
 
 TEST(WarpEntanglementModel, ConsumerWaitWaitsForTheOldestUnreleasedBatch) {
   WarpSequence s;
   for (int round = 0; round < 3; ++round) s.commit(kFullWarp);
-  EXPECT_EQ(s.consumer_wait(7, 0).n, 2);
-  EXPECT_EQ(s.consumer_wait(7, 0).waited_through, 0);
-  EXPECT_EQ(s.consumer_wait(7, 2).n, 0);
-  EXPECT_EQ(s.consumer_wait(7, 2).waited_through, 2);
-  EXPECT_THROW(s.consumer_wait(7, 3), std::invalid_argument);
+  // consumer_wait (read-only) asks for TL - consumed: TL comes from the commit rule.
+  EXPECT_EQ(s.consumer_wait(7, 0).n, 2) << concerns_todo(1);
+  EXPECT_EQ(s.consumer_wait(7, 0).waited_through, 0) << kRules;
+  EXPECT_EQ(s.consumer_wait(7, 2).n, 0) << concerns_todo(1);
+  EXPECT_EQ(s.consumer_wait(7, 2).waited_through, 2) << kRules;
+  EXPECT_THROW(s.consumer_wait(7, 3), std::invalid_argument) << concerns_todo(1);
 
   const LaneMask lo = 0x0000ffffu, hi = 0xffff0000u;
   WarpSequence halves;
@@ -164,9 +181,9 @@ TEST(WarpEntanglementModel, ConsumerWaitWaitsForTheOldestUnreleasedBatch) {
     halves.commit(hi);
   }
   const we::model::Wait w = halves.consumer_wait(0, 0);  // lane 0 needs its batch 0 = PB 0
-  EXPECT_EQ(w.n, 1);
-  EXPECT_EQ(w.needed_through, 0);
-  EXPECT_EQ(w.waited_through, 2);
+  EXPECT_EQ(w.n, 1) << concerns_todo(1);
+  EXPECT_EQ(w.needed_through, 0) << kRules;
+  EXPECT_EQ(w.waited_through, 2) << kRules;
 }
 
 TEST(WarpEntanglementModel, RejectsImpossibleCalls) {
@@ -213,24 +230,24 @@ TEST(WarpEntanglementModel, PredictionsForTheKernel) {
   EXPECT_EQ(converged.commit_groups.str(), "1");  // no branch: the paths play no part
   EXPECT_EQ(converged.arrive_on_updates.str(), "1");
   EXPECT_EQ(converged.arrivals, 32);
-  EXPECT_EQ(converged.lanes_over_waiting, none);
-  EXPECT_EQ(converged.over_waiting_lanes.str(), "0");
+  EXPECT_EQ(converged.lanes_over_waiting, none) << kRules;
+  EXPECT_EQ(converged.over_waiting_lanes.str(), "0") << kRules;
 
   // 32 paths: wait_prior<1> covers every batch but the warp's newest, lane 31's.
   const auto diverged = we::model::predict(CommitMode::diverged, we::fully_diverged());
   EXPECT_EQ(diverged.commit_groups.str(), "32");
   EXPECT_EQ(diverged.arrive_on_updates.str(), "32");
   EXPECT_EQ(diverged.arrivals, 32);
-  EXPECT_EQ(diverged.lanes_over_waiting, std::string(31, 'W') + ".");
-  EXPECT_EQ(diverged.over_waiting_lanes.str(), "31");
+  EXPECT_EQ(diverged.lanes_over_waiting, std::string(31, 'W') + ".") << kRules;
+  EXPECT_EQ(diverged.over_waiting_lanes.str(), "31") << kRules;
 
   // 4 paths: the lanes of the last path (lane % 4 == 3) do not over-wait, the others do.
   const auto four = we::model::predict(CommitMode::diverged, we::split_paths(4));
   EXPECT_EQ(four.commit_groups.str(), "4");
   std::string pattern;
   for (int i = 0; i < 8; ++i) pattern += "WWW.";
-  EXPECT_EQ(four.lanes_over_waiting, pattern);
-  EXPECT_EQ(four.over_waiting_lanes.str(), "24");
+  EXPECT_EQ(four.lanes_over_waiting, pattern) << kRules;
+  EXPECT_EQ(four.over_waiting_lanes.str(), "24") << kRules;
 
   // A branch every lane takes the same way does not diverge.
   EXPECT_EQ(we::model::predict(CommitMode::diverged, we::one_path()).commit_groups.str(), "1");
@@ -238,14 +255,14 @@ TEST(WarpEntanglementModel, PredictionsForTheKernel) {
   const auto fixed = we::model::predict(CommitMode::diverged_syncwarp, we::fully_diverged());
   EXPECT_EQ(fixed.commit_groups.str(), "1");
   EXPECT_EQ(fixed.arrive_on_updates.str(), "1");
-  EXPECT_EQ(fixed.lanes_over_waiting, none);
+  EXPECT_EQ(fixed.lanes_over_waiting, none) << kRules;
 
   // Without __syncwarp() nothing is guaranteed: from converged to fully diverged.
   const auto maybe = we::model::predict(CommitMode::diverged_no_syncwarp, we::fully_diverged());
   EXPECT_EQ(maybe.commit_groups.str(), "1-32");
   EXPECT_EQ(maybe.arrive_on_updates.str(), "1-32");
-  EXPECT_EQ(maybe.lanes_over_waiting, std::string(31, '?') + ".");
-  EXPECT_EQ(maybe.over_waiting_lanes.str(), "0-31");
+  EXPECT_EQ(maybe.lanes_over_waiting, std::string(31, '?') + ".") << kRules;
+  EXPECT_EQ(maybe.over_waiting_lanes.str(), "0-31") << kRules;
 }
 
 // ---- CPU tests: reading the evidence ---------------------------------------------------
@@ -512,18 +529,25 @@ TEST(WarpEntanglementPtx, EveryKernelCopiesCommitsWaitsAndArrivesOn) {
     for (CommitMode mode : kModes) {
       const auto k = kernel_for(module, mode);
       const std::string where = std::string(we::name(mode)) + " in " + target;
-      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global")) << where;
-      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group")) << where;
-      // wait_prior(1) before each batch, wait_prior(0) at the end.
-      EXPECT_NE(k.body.find("cp.async.wait_group 1;"), std::string::npos) << where;
+      // The round (TODO 4 or 5) starts the copies; commit and arrive-on are TODO 3's, run
+      // by the round.
+      const std::string round = concerns_todo(round_todo(mode));
+      const std::string commit = concerns_todos({3, round_todo(mode)});
+      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.cg.shared.global")) << where << round;
+      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group")) << where << commit;
+      // wait_prior(1) before each batch (TODO 6), wait_prior(0) at the end.
+      EXPECT_NE(k.body.find("cp.async.wait_group 1;"), std::string::npos)
+          << where << concerns_todo(6);
       EXPECT_NE(k.body.find("cp.async.wait_group 0;"), std::string::npos) << where;
-      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive.noinc")) << where;
+      EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.mbarrier.arrive.noinc"))
+          << where << commit;
       EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.init")) << where;
       // Inside braces in the PTX ({ .reg .pred ...; mbarrier.test_wait.parity ...}).
       EXPECT_NE(k.body.find("mbarrier.test_wait.parity.shared.b64"), std::string::npos) << where;
-      EXPECT_TRUE(course::inspect::uses(k.body, "activemask")) << where;
+      // one_per_converged_group(), counted by TODO 3 right before the commit and arrive-on.
+      EXPECT_TRUE(course::inspect::uses(k.body, "activemask")) << where << commit;
       EXPECT_TRUE(course::inspect::uses(k.body, "bar.sync")) << where << ": no __syncthreads";
-      EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where;
+      EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where << round;
     }
   }
 }
@@ -535,16 +559,18 @@ TEST(WarpEntanglementPtx, OnlyTheDivergedKernelCommitsAndArrivesInsideTheBranch)
     for (CommitMode mode : kModes) {
       const std::string body = kernel_for(module, mode).body;
       const std::string where = std::string(we::name(mode)) + " in " + target;
+      const std::string commit = concerns_todos({3, round_todo(mode)});
       const std::vector<bool> inside = inside_a_branch_of_its_loop(body, "cp.async.commit_group");
-      ASSERT_FALSE(inside.empty()) << where << ": no commit";
+      ASSERT_FALSE(inside.empty()) << where << ": no commit" << commit;
       const bool expected = mode == CommitMode::diverged;
       for (bool in : inside) {
         EXPECT_EQ(in, expected) << where
                                 << (expected ? ": the commit should sit inside the per-path branch"
-                                             : ": the commit should sit outside every branch");
+                                             : ": the commit should sit outside every branch")
+                                << concerns_todo(round_todo(mode));
       }
       std::string why;
-      EXPECT_TRUE(arrive_ons_follow_their_commits(body, why)) << where << ": " << why;
+      EXPECT_TRUE(arrive_ons_follow_their_commits(body, why)) << where << ": " << why << commit;
     }
   }
 }
@@ -557,7 +583,8 @@ TEST(WarpEntanglementPtx, SyncwarpStandsBetweenTheBranchAndTheCommit) {
       const std::string body = kernel_for(module, mode).body;
       const std::string where = std::string(we::name(mode)) + " in " + target;
       if (mode != CommitMode::diverged_syncwarp) {
-        EXPECT_FALSE(course::inspect::uses(body, "bar.warp.sync")) << where;
+        EXPECT_FALSE(course::inspect::uses(body, "bar.warp.sync"))
+            << where << concerns_todo(round_todo(mode));
         continue;
       }
       // Every commit: the last copy before it is followed by a __syncwarp() before it.
@@ -569,10 +596,11 @@ TEST(WarpEntanglementPtx, SyncwarpStandsBetweenTheBranchAndTheCommit) {
         if (course::inspect::uses(ptx.lines[i], "cp.async.commit_group")) {
           ++commits;
           EXPECT_GT(last_syncwarp, last_copy)
-              << where << ": no __syncwarp() between the copies and the commit at PTX line " << i;
+              << where << ": no __syncwarp() between the copies and the commit at PTX line " << i
+              << concerns_todo(5);
         }
       }
-      EXPECT_GT(commits, 0u) << where;
+      EXPECT_GT(commits, 0u) << where << concerns_todos({3, 5});
     }
   }
 }
@@ -585,13 +613,22 @@ TEST(WarpEntanglementSass, LdgstsGroupsAndArriveOnInMachineCode) {
   const auto functions = course::inspect::sass_functions(listing);
   ASSERT_EQ(functions.size(), 4u) << listing.substr(0, 2000);
   for (const auto& f : functions) {
-    // cp.async -> LDGSTS, commit_group -> LDGDEPBAR, wait_group -> DEPBAR,
-    // cp.async.mbarrier.arrive -> ARRIVES.
-    for (const char* op : {"LDGSTS", "LDGDEPBAR", "DEPBAR", "ARRIVES"}) {
-      EXPECT_TRUE(course::inspect::uses(f.body, op)) << f.name << " lacks " << op;
+    // The converged kernel (CommitMode 0) runs TODO 4's round, the others TODO 5's.
+    const int round = f.name.find("CommitModeE0E") != std::string::npos ? 4 : 5;
+    // cp.async -> LDGSTS (the round's copies), commit_group -> LDGDEPBAR and
+    // cp.async.mbarrier.arrive -> ARRIVES (TODO 3, run by the round), wait_group -> DEPBAR
+    // (TODO 6).
+    const std::pair<const char*, std::string> expected_ops[] = {
+        {"LDGSTS", concerns_todo(round)},
+        {"LDGDEPBAR", concerns_todos({3, round})},
+        {"DEPBAR", concerns_todo(6)},
+        {"ARRIVES", concerns_todos({3, round})}};
+    for (const auto& [op, todos] : expected_ops) {
+      EXPECT_TRUE(course::inspect::uses(f.body, op)) << f.name << " lacks " << op << todos;
     }
     for (const char* op : {"UBLKCP", "UTMALDG"}) {
-      EXPECT_FALSE(course::inspect::uses(f.body, op)) << f.name << " uses " << op;
+      EXPECT_FALSE(course::inspect::uses(f.body, op))
+          << f.name << " uses " << op << concerns_todo(round);
     }
   }
 }
@@ -634,13 +671,18 @@ ExpectedCounts expected_counts(std::size_t n, LaunchShape shape) {
 }
 
 /// Runs `mode` uninstrumented and instrumented on hash-filled input of `n` elements into a
-/// poisoned output, compares every element each time, and checks every invariant.
+/// poisoned output, compares every element each time, and checks every invariant. A failure
+/// names the TODOs of the kernel it concerns: the values and the waits depend on the commit
+/// (TODO 3), the mode's round (TODO 4 or 5) and the wait (TODO 6); the counts of commit and
+/// arrive-on executions and of arrivals on TODO 3 and the round.
 ::testing::AssertionResult runs_correctly(CommitMode mode, const we::LanePaths& paths,
                                           LaunchShape shape, std::size_t n) {
   const std::string what = std::string(we::name(mode)) + ", " +
                            std::to_string(we::path_count(paths)) + " paths, " +
                            std::to_string(shape.blocks) + "x" +
                            std::to_string(shape.threads_per_block) + ", n=" + std::to_string(n);
+  const std::string kernel_todos = concerns_todos({3, round_todo(mode), 6});
+  const std::string commit_todos = concerns_todos({3, round_todo(mode)});
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
   const auto seed = static_cast<std::uint32_t>(n * 4 + static_cast<int>(mode));
   course::fill_hash(in.span(), seed);
@@ -652,18 +694,21 @@ ExpectedCounts expected_counts(std::size_t n, LaunchShape shape) {
   we::copy_and_compute(in.cspan(), out.span(), mode, paths, shape, 0);
   COURSE_CHECK(cudaDeviceSynchronize());
   auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
-  if (!c.ok()) return ::testing::AssertionFailure() << what << ": " << c.summary();
+  if (!c.ok()) return ::testing::AssertionFailure() << what << ": " << c.summary() << kernel_todos;
 
   course::poison(out.data(), out.bytes());
   COURSE_CHECK(cudaDeviceSynchronize());
   const we::Evidence e =
       we::copy_and_compute_with_evidence(in.cspan(), out.span(), mode, paths, shape, 0);
   c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
-  if (!c.ok()) return ::testing::AssertionFailure() << what << ", instrumented: " << c.summary();
+  if (!c.ok()) {
+    return ::testing::AssertionFailure()
+           << what << ", instrumented: " << c.summary() << kernel_todos;
+  }
   std::vector<std::uint32_t> original(n);
   course::fill_hash_host(original, seed);
   if (course::to_host(in.cspan()) != original) {
-    return ::testing::AssertionFailure() << what << ": the input changed";
+    return ::testing::AssertionFailure() << what << ": the input changed" << kernel_todos;
   }
 
   const ExpectedCounts x = expected_counts(n, shape);
@@ -672,10 +717,10 @@ ExpectedCounts expected_counts(std::size_t n, LaunchShape shape) {
     const we::LaneEvidence& l = e.lanes[lane];
     if (l.waits != x.waits / 32) {
       return ::testing::AssertionFailure() << what << ": lane " << lane << " waited " << l.waits
-                                           << " times, not " << x.waits / 32;
+                                           << " times, not " << x.waits / 32 << kernel_todos;
     }
     if (l.newer_landed > l.newer_checked) {
-      return ::testing::AssertionFailure() << what << ": more landed than checked";
+      return ::testing::AssertionFailure() << what << ": more landed than checked" << kernel_todos;
     }
     waits += l.waits;
     own_checked += l.own_checked;
@@ -687,18 +732,19 @@ ExpectedCounts expected_counts(std::size_t n, LaunchShape shape) {
   if (own_checked != x.own_checked || own_landed != own_checked) {
     return ::testing::AssertionFailure()
            << what << ": " << own_landed << " of " << own_checked << " waits (expected "
-           << x.own_checked << ") returned after the thread's own batch had landed";
+           << x.own_checked << ") returned after the thread's own batch had landed" << kernel_todos;
   }
   if (newer_checked != x.newer_checked) {
-    return ::testing::AssertionFailure() << what << ": " << newer_checked
-                                         << " next batches checked, expected " << x.newer_checked;
+    return ::testing::AssertionFailure()
+           << what << ": " << newer_checked << " next batches checked, expected " << x.newer_checked
+           << kernel_todos;
   }
   if (e.warps != x.warps || e.commit_rounds != x.commit_rounds ||
       e.arrive_rounds != x.arrive_rounds || e.arrivals_expected != 32 * x.arrive_rounds) {
     return ::testing::AssertionFailure()
            << what << ": warps " << e.warps << "/" << x.warps << ", commit rounds "
            << e.commit_rounds << "/" << x.commit_rounds << ", arrive rounds " << e.arrive_rounds
-           << "/" << x.arrive_rounds;
+           << "/" << x.arrive_rounds << kernel_todos;
   }
   // Each round runs the commit and the arrive-on at least once and at most 32 times per
   // warp, whatever the convergence.
@@ -706,14 +752,14 @@ ExpectedCounts expected_counts(std::size_t n, LaunchShape shape) {
       e.arrive_executions < e.arrive_rounds || e.arrive_executions > 32 * e.arrive_rounds) {
     return ::testing::AssertionFailure()
            << what << ": " << e.commit_executions << " commit and " << e.arrive_executions
-           << " arrive-on executions for " << e.commit_rounds << " rounds";
+           << " arrive-on executions for " << e.commit_rounds << " rounds" << commit_todos;
   }
   // Every executed arrive-on delivers at least one arrival, and no thread more than one.
   if (e.arrivals_measured < e.arrive_executions || e.arrivals_measured > e.arrivals_expected) {
     return ::testing::AssertionFailure()
            << what << ": the counting barriers received " << e.arrivals_measured
            << " arrivals from " << e.arrive_executions << " arrive-on executions (at most "
-           << e.arrivals_expected << ")";
+           << e.arrivals_expected << ")" << commit_todos;
   }
   return ::testing::AssertionSuccess();
 }

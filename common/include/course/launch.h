@@ -50,13 +50,6 @@ inline void require_16_byte_aligned(const std::string& where, const void* a, con
           where, why + ": both arrays must be 16-byte aligned");
 }
 
-/// The most blocks of `threads_per_block` threads that one SM holds at once for `kernel`
-/// with `dynamic_shared` bytes of dynamic shared memory (cudaOccupancyMaxActiveBlocks...),
-/// its static shared memory (a pipeline's shared state, say) counted too; 0 when one block
-/// does not fit the device. Opts the kernel in to that much dynamic shared memory first:
-/// beyond 48 KB a kernel must, and the occupancy calculator counts only what it may use.
-int max_resident_blocks(const void* kernel, int threads_per_block, std::size_t dynamic_shared);
-
 /// Calls `f(std::integral_constant<int, S>{})` for the run-time `stages` in [Min, Max] and
 /// returns its result: the one place where a run-time stage count becomes the compile-time
 /// one a kernel template needs (a pipeline's shared state and its wait depth are template

@@ -4,11 +4,11 @@
 #   tools/gpu_pass.sh OUTDIR [PRESET]        (PRESET defaults to quick: sm_90 only)
 #
 # configures and builds with the project's preset, runs every test label (the default
-# test set, integrity, sanitize), then every lesson's solution executable at full size,
+# test set, integrity, profile, sanitize), then every lesson's solution executable at full size,
 # writing logs, JUnit files and CSVs to OUTDIR, and prints a summary last (also saved as
 # OUTDIR/summary.txt). Exits non-zero when anything failed.
 #
-# COURSE_PASS_STEPS picks the steps (default "build tests integrity exes sanitize"; add
+# COURSE_PASS_STEPS picks the steps (default "build tests integrity exes profile sanitize"; add
 # "mutation" for the mutation label (it configures with COURSE_MUTATION_TESTS=ON) and
 # "tour" for the student-facing tour): a pass too long for one call can be split in two
 # calls on the same warm machine, e.g. "build tests integrity sanitize", then "build exes".
@@ -24,7 +24,7 @@ build="build/$preset"
 status=0
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-steps=" ${COURSE_PASS_STEPS:-build tests integrity exes sanitize} "
+steps=" ${COURSE_PASS_STEPS:-build tests integrity exes profile sanitize} "
 wanted() { [[ "$steps" == *" $1 "* ]]; }
 
 step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remember the verdict
@@ -70,6 +70,16 @@ for exe in "$build"/bin/[0-9][0-9]_*_solution; do
   note "$(printf '%-28s rc=%-3s %s | %s' "$name" "$rc" "$(grep -E '^RESULT:' "$out/$name.txt")" \
     "$(grep -E '^(HEADLINE|TARGET):' "$out/$name.txt" | tr '\n' ' ')")"
 done
+
+# Counter claims under Nsight Compute (tools/ncu_compare.py); the CSVs its tests write in
+# the build tree (first line "run,metric,value") are copied here for the plots.
+if wanted profile; then
+  step "profile" profile.log 240 ctest --test-dir "$build" --output-on-failure \
+    --output-junit "$out/junit-profile.xml" -L '^profile$' -j 2
+  find "$build" -name '*.csv' -size -64k -print0 2>/dev/null | while IFS= read -r -d '' csv; do
+    [ "$(head -n 1 "$csv")" = "run,metric,value" ] && cp "$csv" "$out/"
+  done
+fi
 
 # Sanitizers last: the slowest step, and the one a time limit may cut short.
 if wanted sanitize; then

@@ -328,6 +328,36 @@ TEST_F(GpuCgMemcpyAsyncOffsets, FineGranularityNeedsOnly4ByteAlignment) {
   }
 }
 
+// ---- GPU test: the sync after the compute is what makes a refill safe ---------------------
+//
+// With one element per thread (fine granularity) only the first quarter of the block reads
+// a full batch in the compute step (one 16-byte vector each), and those vectors were copied
+// by the whole block. With a ReaderDelay the readers hold back before reading each batch,
+// while the other threads run ahead into the next iteration, where they start the copy of
+// batch k + 2 into the buffer batch k is still read from. Only the block sync after the
+// compute (TODO 5) keeps them from doing so while anybody still reads.
+
+TEST(GpuCgMemcpyAsyncRefill, HeldBackReadersStillGetTheirBatch) {
+  if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
+  constexpr LaunchShape kShape{2, 256};
+  const std::size_t batch = batch_elements(Granularity::fine, kShape.threads_per_block);
+  const std::size_t n = 2 * 6 * batch - 5;  // six batches per block, the input's last partial
+  course::DeviceBuffer<std::uint32_t> in(n), out(n);
+  course::fill_hash(in.span(), 11);
+  course::poison(out.data(), out.bytes());
+  cg_memcpy_async::prepare_copy_and_compute(in.cspan(), out.span(), Granularity::fine,
+                                            Buffering::double_buffered, kShape,
+                                            cg_memcpy_async::ReaderDelay{200000})(0);
+  COURSE_CHECK(cudaDeviceSynchronize());
+  std::vector<std::uint32_t> expected(n);
+  course::workload::reference(course::to_host(in.cspan()), expected);
+  const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+  EXPECT_TRUE(c.ok()) << c.summary()
+                      << " (a copy into a buffer started while slower threads still read it: "
+                         "what keeps the next iteration's copy waiting for every reader?)"
+                      << concerns_todo(5);
+}
+
 TEST(GpuCgMemcpyAsyncOccupancy, DoubleBuffersCostOccupancyOnlyThroughSharedMemory) {
   if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
   for (Granularity g : {Granularity::fine, Granularity::coarse}) {

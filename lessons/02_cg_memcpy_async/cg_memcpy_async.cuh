@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "course/batches.cuh"
 #include "course/launch.h"
 #include "register_staged.cuh"
 
@@ -29,6 +30,9 @@ using register_staged::Granularity;
 using register_staged::LaunchShape;
 /// Elements one block copies per batch: threads (fine) or threads x 16 (coarse).
 using register_staged::batch_elements;
+
+/// Tests only: how long the double-buffered kernel holds back the readers of a batch.
+using course::batches::ReaderDelay;
 
 /// How many batches a block has in shared memory at once.
 enum class Buffering {
@@ -65,9 +69,14 @@ __host__ __device__ constexpr std::size_t shared_bytes(Granularity granularity, 
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of
 /// 32; blocks >= 1; at coarse granularity both pointers are 16-byte aligned (the
 /// aligned_size_t<16> promise). For an empty input the launch does nothing.
+///
+/// `delay` is for tests only: the double-buffered kernel then holds back the threads that
+/// read a staged batch before they read it (course::batches::hold_back_readers), so that a
+/// refill started too early lands while they read.
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Granularity granularity,
-                                        Buffering buffering, LaunchShape shape);
+                                        Buffering buffering, LaunchShape shape,
+                                        ReaderDelay delay = {});
 
 /// prepare_copy_and_compute(in, out, granularity, buffering, shape), launched at once on
 /// `stream`.

@@ -11,7 +11,7 @@
 namespace cg_memcpy_async {
 namespace {
 
-using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t);
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, unsigned);
 
 Kernel kernel_for(Granularity granularity, Buffering buffering) {
   const bool single = buffering == Buffering::single;
@@ -36,7 +36,8 @@ Kernel opted_in_kernel(Granularity granularity, Buffering buffering, std::size_t
 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Granularity granularity,
-                                        Buffering buffering, LaunchShape shape) {
+                                        Buffering buffering, LaunchShape shape,
+                                        ReaderDelay delay) {
   const std::string where = "cg_memcpy_async::copy_and_compute";
   course::require(
       in.size() == out.size(), where,
@@ -62,8 +63,9 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   const std::uint32_t* src = in.data();
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
+  const unsigned delay_ns = delay.nanoseconds;
   return [=](cudaStream_t stream) {
-    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n);
+    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, delay_ns);
     COURSE_CHECK_LAUNCH();
   };
 }

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "course/batches.cuh"
 #include "course/launch.h"
 
 namespace cuda_barrier {
@@ -73,9 +74,7 @@ struct LaunchShape {
 /// barrier keeps them off the batch being read, so the values stay right; in
 /// multi_stage_no_release a refill lands while the batch is read (sm_90: thread 0's bulk
 /// copy refills the whole stage). 0, the default, holds nobody back.
-struct ReaderDelay {
-  unsigned nanoseconds = 0;
-};
+using course::batches::ReaderDelay;
 
 /// Elements one block stages per batch: threads x kElementsPerThread (whole groups of 32).
 __host__ __device__ constexpr std::size_t batch_elements(int threads_per_block) {

@@ -39,6 +39,7 @@ namespace {
 namespace cg = cooperative_groups;
 using course::batches::Batch;
 using course::batches::batch_of_block;
+using course::batches::hold_back_readers;
 using register_staged::compute_batch;
 
 /// How many batches of `batch` elements the calling block owns in an input of `n`.
@@ -77,7 +78,8 @@ __device__ void copy_batch_async(const cg::thread_block& block, std::uint32_t* s
 /// copy, wait for it, compute, and sync before the next copy may overwrite the buffer.
 template <Granularity G>
 __global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
-                                     std::uint32_t* __restrict__ out, std::size_t n) {
+                                     std::uint32_t* __restrict__ out, std::size_t n,
+                                     unsigned /*delay_ns: the double-buffered kernel's*/) {
   // uint4 so that the buffer is 16-byte aligned, as 16-byte cp.async requires.
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);
@@ -112,7 +114,8 @@ __global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
 /// the wait for batch k and during its compute.
 template <Granularity G>
 __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
-                                       std::uint32_t* __restrict__ out, std::size_t n) {
+                                       std::uint32_t* __restrict__ out, std::size_t n,
+                                       unsigned delay_ns) {
   extern __shared__ uint4 shared_storage[];
   // Two buffers of `batch` elements, back to back: buffer j starts at buffers + j * batch.
   std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);
@@ -149,6 +152,7 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
     // STARTER: (void)other;
     // END SOLUTION
 
+    hold_back_readers(current, batch, delay_ns);  // tests only: slows the readers down
     compute_batch<G>(current, out, b, batch, n);
 
     // TODO 5: the next iteration starts a copy into the buffer this one has just read

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 #include <cuda_pipeline_primitives.h>
+#include <cuda/ptx>
 
 #include <cstddef>
 #include <cstdint>
@@ -77,6 +78,29 @@ __device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t*
 __device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t* __restrict__ out,
                                      Batch b, std::size_t batch, std::size_t n) {
   compute_batch(staged, out, b, batch, n, threadIdx.x, blockDim.x);
+}
+
+/// Tests only: how long hold_back_readers() holds the readers of a staged batch back. 0, the
+/// default, holds nobody back; a lesson's launcher passes it to its kernel.
+struct ReaderDelay {
+  unsigned nanoseconds = 0;
+};
+
+/// Tests only (`delay_ns` > 0): the threads that compute_batch() makes read a full staged
+/// batch of `batch` elements (ranks below batch / 4, one 16-byte vector each; with one
+/// element per thread that is a quarter of the block) hold back before reading it, until
+/// the first word they read changes or `delay_ns` nanoseconds have passed. The others have
+/// nothing to read and run ahead into the next iteration. In a correct kernel nothing
+/// refills a batch while it is read, so the readers wait the whole delay and compute the
+/// right values; in a kernel that lets the runners refill the buffer too early, the refill
+/// lands meanwhile and the readers read it.
+__device__ inline void hold_back_readers(const std::uint32_t* staged, std::size_t batch,
+                                         unsigned delay_ns) {
+  if (delay_ns == 0 || threadIdx.x >= batch / 4) return;
+  const volatile std::uint32_t* word = staged + 4 * threadIdx.x;  // its first vector
+  const std::uint32_t seen = *word;
+  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+  while (*word == seen && cuda::ptx::get_sreg_globaltimer() - start < delay_ns) __nanosleep(256);
 }
 
 /// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of

@@ -25,7 +25,7 @@
 # On machines that have the tools, the GPU-only labels `sanitize` and `integrity` are
 # added too.
 set(COURSE_CPU_TEST_TIMEOUT 60 CACHE STRING "Timeout (s) of one CPU test")
-set(COURSE_GPU_TEST_TIMEOUT 120 CACHE STRING "Timeout (s) of one GPU test")
+set(COURSE_GPU_TEST_TIMEOUT 300 CACHE STRING "Timeout (s) of one GPU test suite")
 set(COURSE_SANITIZE_TIMEOUT 300 CACHE STRING "Timeout (s) of one compute-sanitizer run")
 option(COURSE_MUTATION_TESTS
   "Add the GPU-only mutation label: each exercise region replaced by its starter must be caught" OFF)
@@ -36,30 +36,34 @@ function(_course_lesson_target target lesson_dir)
 endfunction()
 
 # Registers the tests of one test executable under `prefix`, with `labels` (a list) plus
-# `gpu` for tests whose names contain "Gpu" and `cpu` for the others. GoogleTest's skips
-# are reported by ctest as skipped (gtest_discover_tests sets SKIP_REGULAR_EXPRESSION).
+# `gpu` for tests whose names contain "Gpu" and `cpu` for the others.
+#  - CPU tests: one ctest test per GoogleTest test (gtest_discover_tests; a GTEST_SKIP is
+#    reported as skipped through SKIP_REGULAR_EXPRESSION).
+#  - GPU tests: one ctest test per GoogleTest suite (cmake/CourseGpuSuites.cmake explains
+#    why), skipped when every test in it skipped (exit 77, tests/support/test_main.cpp).
 function(course_discover_tests exe prefix labels)
-  foreach(kind gpu cpu)
-    if(kind STREQUAL "gpu")
-      set(filter "*Gpu*")
-      set(timeout ${COURSE_GPU_TEST_TIMEOUT})
-    else()
-      set(filter "-*Gpu*")
-      set(timeout ${COURSE_CPU_TEST_TIMEOUT})
-    endif()
-    set(list_var "${exe}_${kind}_tests")
-    gtest_discover_tests(${exe} TEST_PREFIX "${prefix}" TEST_FILTER "${filter}"
-      TEST_LIST ${list_var} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-      PROPERTIES TIMEOUT ${timeout})
-    # gtest_discover_tests cannot pass a list of labels through PROPERTIES intact, so a
-    # second ctest include file, read after the discovery, labels the tests it listed.
-    set(label_file "${CMAKE_CURRENT_BINARY_DIR}/${exe}_${kind}_labels.cmake")
-    file(WRITE "${label_file}"
-      "foreach(test IN LISTS ${list_var})\n"
-      "  set_tests_properties(\"\${test}\" PROPERTIES LABELS \"${labels};${kind}\")\n"
-      "endforeach()\n")
-    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${label_file}")
-  endforeach()
+  set(list_var "${exe}_cpu_tests")
+  gtest_discover_tests(${exe} TEST_PREFIX "${prefix}" TEST_FILTER "-*Gpu*"
+    TEST_LIST ${list_var} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT ${COURSE_CPU_TEST_TIMEOUT})
+  # gtest_discover_tests cannot pass a list of labels through PROPERTIES intact, so a
+  # second ctest include file, read after the discovery, labels the tests it listed.
+  set(label_file "${CMAKE_CURRENT_BINARY_DIR}/${exe}_cpu_labels.cmake")
+  file(WRITE "${label_file}"
+    "foreach(test IN LISTS ${list_var})\n"
+    "  set_tests_properties(\"\${test}\" PROPERTIES LABELS \"${labels};cpu\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${label_file}")
+
+  set(suite_file "${CMAKE_CURRENT_BINARY_DIR}/${exe}_gpu_suites.cmake")
+  file(GENERATE OUTPUT "${suite_file}" CONTENT
+"set(COURSE_SUITE_EXE \"$<TARGET_FILE:${exe}>\")
+set(COURSE_SUITE_PREFIX \"${prefix}\")
+set(COURSE_SUITE_LABELS \"${labels};gpu\")
+set(COURSE_SUITE_TIMEOUT ${COURSE_GPU_TEST_TIMEOUT})
+include(\"${PROJECT_SOURCE_DIR}/cmake/CourseGpuSuites.cmake\")
+")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${suite_file}")
 endfunction()
 
 function(course_add_lesson number slug)
@@ -164,7 +168,7 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
 ")
     add_executable(${test_exe} "${paths_source}")
     target_link_libraries(${test_exe} PRIVATE ${name}_tests ${name}_${kind}_kernels ${used_kernels}
-                                              GTest::gtest_main)
+                                              course_test_main)
     target_link_libraries(${test_exe} PRIVATE ${extra_objects})
     course_discover_tests(${test_exe} "L${number}.${label}." "L${number};${label}")
 

@@ -663,8 +663,9 @@ class TourTest(FakeToolsTestCase):
         self.assertNotIn("Planned lesson", summary)
         self.assertTrue(csv_dir.is_dir())
         builds = [call for call in self.calls() if call[:2] == ["cmake", "--build"]]
-        self.assertEqual(len(builds), 2)  # the probe, then everything
-        self.assertNotIn("--target", builds[1])
+        self.assertEqual(len(builds), 2)  # the probe, then the ready lessons' programs only
+        targets = builds[1][builds[1].index("--target") + 1:]
+        self.assertEqual(targets, ["00_alpha_solution", "01_beta_solution", "02_gamma_solution"])
 
 
 # --------------------------------------------------------------------------- parsers

@@ -102,13 +102,14 @@ class BuildTree:
             command += ["-B", str(self.binary_dir)]
         return command
 
-    def build_command(self, target: str | None = None) -> list[str]:
+    def build_command(self, target: str | list[str] | None = None) -> list[str]:
         if self.custom_location:
             command = ["cmake", "--build", str(self.binary_dir)]
         else:
             command = ["cmake", "--build", "--preset", self.preset]
-        if target:
-            command += ["--target", target]
+        targets = [target] if isinstance(target, str) else list(target or [])
+        if targets:
+            command += ["--target", *targets]
         return command
 
     def cache_value(self, name: str) -> str:
@@ -130,10 +131,13 @@ class BuildTree:
         if run_command(self.configure_command(), self.root) != 0:
             raise CourseError(f"cmake --preset {self.preset} failed (see above)", exit_code=1)
 
-    def build(self, target: str | None = None, advice: str = "read the first error above") -> None:
-        """Build one target (or everything); a failed build is a CourseError with exit 1."""
+    def build(
+        self, target: str | list[str] | None = None, advice: str = "read the first error above"
+    ) -> None:
+        """Build some targets (or everything); a failed build is a CourseError with exit 1."""
         if run_command(self.build_command(target), self.root) != 0:
-            what = f"target {target}" if target else "the project"
+            what = f"target {target}" if isinstance(target, str) else (
+                "the lessons' programs" if target else "the project")
             raise CourseError(f"building {what} failed: {advice}", exit_code=1)
 
 

@@ -423,13 +423,15 @@ def cmd_tour(root: Path, args: argparse.Namespace) -> int:
     if probe.status != "gpu":
         raise CourseError(f"{PROBE_NAME} failed: {probe.message}", exit_code=1)
 
-    tree.build()
+    # Only the programs the tour runs: the tests and the starters are built by `check`.
+    ready = [lesson for lesson in lessons if lesson.ready]
+    tree.build([f"{lesson.name}_solution" for lesson in ready])
     csv_dir = Path(args.csv_dir).resolve() if args.csv_dir else None
     if csv_dir:
         csv_dir.mkdir(parents=True, exist_ok=True)
 
     runs = []
-    for lesson in [lesson for lesson in lessons if lesson.ready]:
+    for lesson in ready:
         print(f"\n=== Lesson {lesson.number}: {lesson.title} ===", flush=True)
         if probe.compute_capability < lesson.min_cc_tuple:
             major, minor = probe.compute_capability

@@ -26,8 +26,8 @@ fresh_copy() {  # the tracked files as a clone would have them, without build ou
   fi
 }
 
-seconds() { date +%s.%N; }
-elapsed() { printf '%.0f' "$(echo "$2 - $1" | bc)"; }
+seconds() { date +%s%N; }                              # nanoseconds, despite the name
+elapsed() { echo $((($2 - $1 + 500000000) / 1000000000)); }  # whole seconds between two
 
 fresh_copy "$work/tour"
 start=$(seconds)

@@ -19,7 +19,7 @@ export CCACHE_DISABLE=1  # a new student's machine has nothing cached
 
 fresh_copy() {  # the tracked files as a clone would have them, without build outputs
   rm -rf "$1" && mkdir -p "$1"
-  if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
+  if [ -e "$root/.git" ]; then
     git -C "$root" archive HEAD | tar -x -C "$1"
   else
     (cd "$root" && tar --exclude=./build --exclude=./.git -cf - .) | tar -x -C "$1"

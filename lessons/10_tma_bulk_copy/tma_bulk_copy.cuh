@@ -221,16 +221,18 @@ inline const char* name(Barrier barrier) {
   return barrier == Barrier::ptx ? "ptx" : "cuda-barrier";
 }
 
-/// A plain copy of `bytes` bytes from `src` to `dst` (device memory) through shared memory:
-/// each block loads chunks of `chunk_bytes` with cp.async.bulk (completion on an mbarrier of
-/// the chosen flavour) and writes them back with the bulk store. No compute, so no proxy
-/// fence is needed between the load and the store: both are done by the async proxy.
+/// A plain copy of `bytes` bytes from `src` to `dst` (device memory) through shared memory,
+/// by the single kernels without their compute step: each block loads chunks of
+/// threads_per_block x vectors_per_thread x 16 bytes with cp.async.bulk (completion on an
+/// mbarrier of the chosen flavour) and writes them back with the bulk store. Both copies are
+/// done by the async proxy, so no proxy fence is needed between them.
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument, with the reason):
-/// `bytes` is a multiple of 16; `src` and `dst` are 16-byte aligned; chunk_bytes is a
-/// multiple of 16 in [16, 65536]; 32 <= threads_per_block <= 1024, a multiple of 32;
-/// blocks >= 1. The device must have compute capability 9.0.
+/// `bytes` is a multiple of 16; `src` and `dst` are 16-byte aligned (a bulk copy moves whole
+/// 16-byte chunks between 16-byte aligned addresses); 32 <= threads_per_block <= 1024, a
+/// multiple of 32; blocks >= 1; vectors_per_thread is 1, 2, 4 or 8. The device must have
+/// compute capability 9.0 (std::runtime_error). For 0 bytes the launch does nothing.
 course::Launch prepare_bulk_copy(const void* src, void* dst, std::size_t bytes, Barrier barrier,
-                                 LaunchShape shape, std::size_t chunk_bytes = 16384);
+                                 LaunchShape shape, int vectors_per_thread = 4);
 
 }  // namespace tma_bulk_copy

@@ -1,0 +1,120 @@
+// Lesson 10: the small device helpers the exercise (tma_bulk_copy.cu) calls: bounded waits,
+// the error word they set, and the plain copies of a batch's last 0-3 elements. Read-only:
+// you do not need to change anything here.
+#pragma once
+
+#include <cuda/barrier>
+#include <cuda/ptx>
+#include <cuda/std/chrono>
+#include <nv/target>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include "course/batches.cuh"
+#include "tma_bulk_copy.cuh"
+
+namespace tma_bulk_copy::device {
+
+using BlockBarrier = cuda::barrier<cuda::thread_scope_block>;  // an 8-byte mbarrier
+
+/// The error word of this unit's kernels (WaitError bits). `static`: the launchers, compiled
+/// in the same unit, read it back (take_wait_errors()).
+static __device__ unsigned g_wait_errors = 0;
+
+/// Sets `bit` in the error word; the first thread to set it prints why.
+__device__ inline void record_wait_error(unsigned bit, const char* what) {
+  const unsigned before = atomicOr(&g_wait_errors, bit);
+  if ((before & bit) == 0) {
+    printf("tma_bulk_copy: block %u thread %u: %s\n", blockIdx.x, threadIdx.x, what);
+  }
+}
+
+/// What a kernel does below sm_90 (its body is compiled for sm_90 only): records kNotSm90.
+/// The launchers never launch there; this only keeps the 80;90 build honest.
+__device__ inline void not_sm90(const std::uint32_t*, std::uint32_t*, std::size_t, int) {
+  if (threadIdx.x == 0) record_wait_error(kNotSm90, "this kernel needs compute capability 9.0");
+}
+
+/// Nanoseconds of the GPU's global timer (the same clock on every SM).
+__device__ inline std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Waits until the phase of `bar` with parity `parity` has completed (mbarrier.try_wait.parity
+/// in a loop: each try suspends the thread in hardware for a while), for at most
+/// kWaitTimeoutNs. Returns true when it completed; otherwise records `error` and returns
+/// false, and the caller must leave its loop. Why bounded: a phase that never completes (an
+/// expect_tx count the copies never reach, a lost arrival) would otherwise hang the GPU and
+/// every test after it; the bound costs one timer read per failed try.
+__device__ inline bool wait_parity_bounded(std::uint64_t* bar, std::uint32_t parity,
+                                           unsigned error) {
+  NV_IF_ELSE_TARGET(
+      NV_PROVIDES_SM_90,
+      (if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
+       const std::uint64_t start = global_timer_ns();
+       while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+         if (global_timer_ns() - start > kWaitTimeoutNs) {
+           record_wait_error(error, error == kDataNeverArrived
+                                        ? "a batch never arrived: the bounded wait on its full "
+                                          "barrier timed out (was the expect_tx count right?)"
+                                        : "a buffer was never released: the bounded wait on its "
+                                          "empty barrier timed out");
+           return false;
+         }
+       } return true;),
+      ((void)bar; (void)parity; (void)error; record_wait_error(kNotSm90, "needs sm_90");
+       return false;))
+}
+
+/// The same for a cuda::barrier and the token of this thread's arrival (try_wait_for).
+__device__ inline bool wait_token_bounded(BlockBarrier& bar, BlockBarrier::arrival_token&& token) {
+  if (bar.try_wait_for(static_cast<BlockBarrier::arrival_token&&>(token),
+                       cuda::std::chrono::nanoseconds(kWaitTimeoutNs))) {
+    return true;
+  }
+  record_wait_error(kDataNeverArrived,
+                    "a batch never arrived: the bounded wait on the cuda::barrier timed out");
+  return false;
+}
+
+/// Copies the elements of batch `b` that lie past its last whole 16-byte chunk (0-3 of them,
+/// only in the input's last batch) with plain loads and stores: a bulk copy moves multiples
+/// of 16 bytes only. Called by the thread that issues the batch, before its arrival, so the
+/// arrival's release publishes these stores with the rest of the batch.
+__device__ inline void copy_leftover_in(std::uint32_t* staged, const std::uint32_t* in,
+                                        course::batches::Batch b) {
+  for (std::size_t i = bulk_bytes(b.count) / sizeof(std::uint32_t); i < b.count; ++i) {
+    staged[i] = in[b.first + i];
+  }
+}
+
+/// The same on the way out: results[i] -> out[b.first + i] past the last whole chunk.
+__device__ inline void copy_leftover_out(std::uint32_t* out, const std::uint32_t* results,
+                                         course::batches::Batch b) {
+  for (std::size_t i = bulk_bytes(b.count) / sizeof(std::uint32_t); i < b.count; ++i) {
+    out[b.first + i] = results[i];
+  }
+}
+
+/// The compute step of one staged batch into shared memory (results[i] for the batch's
+/// element i), the block's `threads` threads sharing the work like compute_batch() does.
+__device__ inline void compute_into(std::uint32_t* results, const std::uint32_t* staged,
+                                    course::batches::Batch b, std::size_t batch, std::size_t n,
+                                    unsigned rank, unsigned threads) {
+  namespace workload = course::workload;
+  if (b.count == batch) {
+    const uint4* staged4 = reinterpret_cast<const uint4*>(staged);
+    uint4* results4 = reinterpret_cast<uint4*>(results);
+    for (std::size_t v = rank; v < batch / 4; v += threads) {
+      results4[v] = workload::combine_vectors(staged4[v], staged4[workload::mirror_vector(v)]);
+    }
+  } else {
+    workload::combine_elements(staged, results, b.first, b.count, n, rank, threads);
+  }
+}
+
+}  // namespace tma_bulk_copy::device

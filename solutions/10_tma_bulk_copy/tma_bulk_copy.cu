@@ -1,0 +1,284 @@
+// Your exercise: the TODOs in this file. The device helpers (tma_bulk_copy_device.cuh), the
+// launchers (tma_bulk_copy_launch.cu), the driver (main.cu) and the tests are read-only.
+//
+// Lesson 10: bulk copies (TMA) with mbarrier transaction counts, sm_90 only.
+//
+// What this file adds over lessons 03-09: one thread moves a whole batch with one
+// instruction, and the barrier counts *bytes*. Shapes, for 256 threads and 4 vectors per
+// thread (the driver's default; course/batches.cuh):
+//
+//   batch     = 256 x 4 x 16 B = 16 KB = one cp.async.bulk of 16384 bytes
+//   full[s]   : 1 arrival (the issuer's arrive.expect_tx(16384)) + 16384 bytes of complete_tx
+//   phase     : completes when both counts reach zero; its parity flips (0, 1, 0, ...)
+//
+//   issuer:  arrive.expect_tx(full, bytes) -> cp.async.bulk(staged, in, bytes, full)
+//   others:  try_wait.parity(full, round & 1)  ... the TMA's complete_tx ends the phase
+//
+// 1. single_ptx_kernel: one input buffer, cuda::ptx. The outputs are computed into a second
+//    shared buffer and leave with one bulk store (shared -> global, a bulk group), after a
+//    fence.proxy.async: the TMA reads shared memory through the *async proxy*, which does
+//    not see the threads' ordinary writes without it.
+// 2. single_barrier_kernel: the same with cuda::barrier and cuda::device::memcpy_async_tx.
+// 3. pipeline_kernel<Stages>: Stages buffers, a full and an empty mbarrier each, one
+//    producer warp (one elected lane issues), consumers that compute straight to global.
+// Every wait is bounded (tma_bulk_copy_device.cuh): a wrong count becomes an error, not a hang.
+// The kernel bodies are compiled for sm_90 only (#if __CUDA_ARCH__ >= 900): an 80;90 build
+// still compiles, and on sm_80 a kernel only records that it cannot run.
+#include "tma_bulk_copy.cuh"
+
+#include <cooperative_groups.h>
+#include <cuda/barrier>
+#include <cuda/ptx>
+
+#include "course/batches.cuh"
+#include "tma_bulk_copy_device.cuh"
+
+// A __shared__ cuda::barrier is initialised by init(), never by a constructor.
+#pragma nv_diag_suppress static_var_with_dynamic_init
+
+namespace tma_bulk_copy {
+namespace {
+
+namespace cg = cooperative_groups;
+namespace ptx = cuda::ptx;
+using course::batches::Batch;
+using course::batches::batch_of_block;
+using course::batches::compute_batch;
+using device::BlockBarrier;
+
+/// Bytes the DELIBERATELY BROKEN variant announces beyond what it copies.
+constexpr std::uint32_t kBrokenExtraBytes = 16;
+
+/// The issuing thread's part of a batch, cuda::ptx flavour: batch `b` (b.count elements from
+/// in + b.first) on its way into `staged`, completing on `full`. `extra` is 0 except in the
+/// broken variant. (Like every helper here, only the sm_90 kernel bodies call it.)
+__device__ inline void issue_batch(std::uint32_t* staged, const std::uint32_t* in, Batch b,
+                                   std::uint64_t* full, std::uint32_t extra) {
+  const std::uint32_t bytes = bulk_bytes(b.count);
+  device::copy_leftover_in(staged, in, b);
+  // TODO 2: afterwards the current phase of `full` has this thread's one arrival and
+  //         expects exactly the bytes the bulk copy delivers (plus `extra`), and the batch's
+  //         whole 16-byte chunks (`bytes` of them) are on their way into `staged` by one
+  //         cp.async.bulk whose completion is counted on `full`. A bulk copy of 0 bytes is
+  //         not an instruction: skip it (the arrival alone then ends the phase).
+  // BEGIN SOLUTION
+  (void)ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, full,
+                                       bytes + extra);
+  if (bytes > 0) {
+    ptx::cp_async_bulk(ptx::space_shared, ptx::space_global, staged, in + b.first, bytes, full);
+  }
+  // STARTER: (void)staged; (void)in; (void)b; (void)full; (void)extra; (void)bytes;
+  // END SOLUTION
+}
+
+/// Before a buffer a bulk store reads is written again, or the block exits.
+__device__ inline void wait_stores_read(bool issuer) {
+  // TODO 4: afterwards every bulk store the issuer committed has finished *reading* shared
+  //         memory (its writes to global memory may still be under way), so the buffer it
+  //         read may be overwritten, or the block may exit.
+  // BEGIN SOLUTION
+  if (issuer) ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+  // STARTER: (void)issuer;
+  // END SOLUTION
+}
+
+/// The single kernels' second half: computes batch `b` from `staged` into `results` (unless
+/// !Compute: a plain copy stores `staged` itself) and sends it to global memory.
+template <bool Compute, bool ProxyFence>
+__device__ void compute_and_store(const std::uint32_t* staged, std::uint32_t* results,
+                                  std::uint32_t* out, Batch b, std::size_t batch, std::size_t n,
+                                  bool issuer) {
+  const std::uint32_t* source = staged;
+  if constexpr (Compute) {
+    device::compute_into(results, staged, b, batch, n, threadIdx.x, blockDim.x);
+    source = results;
+  }
+  // TODO 5: afterwards the batch's whole 16-byte chunks of `source` are on their way to
+  //         out + b.first by one bulk store, committed as a bulk group, and it reads what
+  //         every thread wrote into `results`: those were ordinary (generic-proxy) writes,
+  //         and the store reads through the async proxy. (ProxyFence is false only in the
+  //         DELIBERATELY BROKEN variant.) The 0-3 leftover elements go by plain stores.
+  // BEGIN SOLUTION
+  if constexpr (ProxyFence) ptx::fence_proxy_async(ptx::space_shared);
+  __syncthreads();
+  if (issuer) {
+    const std::uint32_t bytes = bulk_bytes(b.count);
+    if (bytes > 0) {
+      ptx::cp_async_bulk(ptx::space_global, ptx::space_shared, out + b.first, source, bytes);
+    }
+    ptx::cp_async_bulk_commit_group();
+    device::copy_leftover_out(out, source, b);
+  }
+  // STARTER: (void)source; (void)out; (void)issuer;
+  // END SOLUTION
+}
+
+// ---- 1. one buffer, cuda::ptx ----------------------------------------------------------
+
+template <Variant V, bool Compute>
+__global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
+                                  std::uint32_t* __restrict__ out, std::size_t n,
+                                  int vectors_per_thread) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ uint4 shared_storage[];  // staged batch, then results batch
+  __shared__ std::uint64_t full;             // the mbarrier: 8 bytes of shared memory
+  const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
+  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* results = staged + batch;
+  const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
+  const bool issuer = threadIdx.x == 0;
+
+  // TODO 1: afterwards `full` is an mbarrier expecting one arrival per phase, its
+  //         initialisation (by one thread) is visible to the async proxy that will complete
+  //         its transactions, and no thread of the block uses it before that.
+  // BEGIN SOLUTION
+  if (issuer) {
+    ptx::mbarrier_init(&full, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+  // END SOLUTION
+
+  for (std::size_t k = 0; k < mine; ++k) {
+    const Batch b = batch_of_block(k, batch, n);
+    wait_stores_read(issuer);  // `staged` (plain copy) or `results` is free again
+    if (issuer) {
+      issue_batch(staged, in, b, &full,
+                  V == Variant::broken_wrong_expect_tx ? kBrokenExtraBytes : 0);
+    }
+    bool arrived = false;
+    // TODO 3: afterwards, if `arrived`, batch k has landed in `staged` and is visible to
+    //         this thread: the phase of `full` that this round's copy completes is over
+    //         (device::wait_parity_bounded waits for a phase; false means it timed out).
+    // BEGIN SOLUTION
+    const std::uint32_t parity = V == Variant::broken_parity_not_flipped ? 0 : phase_parity(k);
+    arrived = device::wait_parity_bounded(&full, parity, kDataNeverArrived);
+    // END SOLUTION
+    if (__syncthreads_or(!arrived)) break;  // a timed-out wait ends the block, every thread
+    compute_and_store<Compute, Compute && V != Variant::broken_missing_proxy_fence>(
+        staged, results, out, b, batch, n, issuer);
+  }
+  wait_stores_read(issuer);  // shared memory must outlive the stores that read it
+#else
+  device::not_sm90(in, out, n, vectors_per_thread);
+#endif
+}
+
+// ---- 2. one buffer, cuda::barrier -------------------------------------------------------
+
+template <bool Compute>
+__global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
+                                      std::uint32_t* __restrict__ out, std::size_t n,
+                                      int vectors_per_thread) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ uint4 shared_storage[];
+  __shared__ BlockBarrier bar;
+  const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
+  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* results = staged + batch;
+  const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
+  const bool issuer = threadIdx.x == 0;
+  if (issuer) {
+    init(&bar, blockDim.x);  // every thread arrives once per phase
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  for (std::size_t k = 0; k < mine; ++k) {
+    const Batch b = batch_of_block(k, batch, n);
+    wait_stores_read(issuer);
+    BlockBarrier::arrival_token token;
+    // TODO 6: afterwards this thread has arrived on `bar` once for this round and holds the
+    //         token of that arrival; the issuer has started the batch's bulk copy (whole
+    //         16-byte chunks) into `staged`, counted on `bar`, and its arrival told the
+    //         barrier how many bytes to expect. The others only arrive. (Leftover elements:
+    //         device::copy_leftover_in, before the issuer's arrival.)
+    // BEGIN SOLUTION
+    if (issuer) {
+      const std::uint32_t bytes = bulk_bytes(b.count);
+      device::copy_leftover_in(staged, in, b);
+      if (bytes > 0) {
+        cuda::device::memcpy_async_tx(staged, in + b.first, cuda::aligned_size_t<16>(bytes), bar);
+      }
+      token = cuda::device::barrier_arrive_tx(bar, 1, bytes);
+    } else {
+      token = bar.arrive();
+    }
+    // END SOLUTION
+    const bool arrived = device::wait_token_bounded(bar, static_cast<decltype(token)&&>(token));
+    if (__syncthreads_or(!arrived)) break;
+    compute_and_store<Compute, Compute>(staged, results, out, b, batch, n, issuer);
+  }
+  wait_stores_read(issuer);
+#else
+  device::not_sm90(in, out, n, vectors_per_thread);
+#endif
+}
+
+// ---- 3. the multi-stage TMA pipeline ------------------------------------------------------
+
+template <int Stages>
+__global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
+                                std::uint32_t* __restrict__ out, std::size_t n,
+                                int vectors_per_thread) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ uint4 shared_storage[];    // Stages batches
+  __shared__ std::uint64_t full[Stages];       // batch landed: 1 arrival + its bytes
+  __shared__ std::uint64_t empty[Stages];      // buffer released: one arrival per consumer warp
+  const unsigned consumers = blockDim.x - 32;  // the last warp produces
+  const std::size_t batch = batch_elements(consumers, vectors_per_thread);
+  const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
+  auto buffer = [&](std::size_t k) {
+    return reinterpret_cast<std::uint32_t*>(shared_storage) + (k % Stages) * batch;
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Stages; ++s) {
+      ptx::mbarrier_init(&full[s], 1);
+      ptx::mbarrier_init(&empty[s], consumers / 32);
+    }
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();  // the last block-wide sync: producer and consumers part ways here
+
+  if (threadIdx.x >= consumers) {  // the producer warp: one elected lane issues
+    cg::invoke_one(cg::tiled_partition<32>(cg::this_thread_block()), [&] {
+      for (std::size_t k = 0; k < mine; ++k) {
+        // TODO 7: afterwards batch k is on its way into buffer(k) (issue_batch), and that
+        //         buffer was not refilled before every consumer warp had released the batch
+        //         it held before, batch k - Stages (the first Stages batches find their
+        //         buffers free). On a timed-out wait, stop issuing.
+        // BEGIN SOLUTION
+        if (k >= Stages &&
+            !device::wait_parity_bounded(&empty[k % Stages], phase_parity(k / Stages - 1),
+                                         kBufferNeverFreed)) {
+          break;
+        }
+        issue_batch(buffer(k), in, batch_of_block(k, batch, n), &full[k % Stages], 0);
+        // STARTER: break;
+        // END SOLUTION
+      }
+    });
+    return;
+  }
+  for (std::size_t k = 0; k < mine; ++k) {
+    // TODO 8: afterwards batch k (in buffer(k)) has landed and is visible to this thread
+    //         (leave the loop if the bounded wait timed out), its outputs are computed
+    //         (compute_batch, the consumers sharing the work), and this warp has released
+    //         the buffer once all its lanes finished reading it.
+    // BEGIN SOLUTION
+    if (!device::wait_parity_bounded(&full[k % Stages], phase_parity(k / Stages),
+                                     kDataNeverArrived)) {
+      break;
+    }
+    compute_batch(buffer(k), out, batch_of_block(k, batch, n), batch, n, threadIdx.x, consumers);
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) (void)ptx::mbarrier_arrive(&empty[k % Stages]);
+    // END SOLUTION
+  }
+#else
+  device::not_sm90(in, out, n, vectors_per_thread);
+#endif
+}
+
+}  // namespace
+}  // namespace tma_bulk_copy

@@ -38,10 +38,10 @@ using register_staged::LaunchShape;
 /// How the multi-stage kernel copies and how it learns that a batch has landed. Each form
 /// is one kernel family; the name in quotes is the variant's name in the driver's table.
 enum class Form {
-  ca4,    ///< "ca4": cp.async.ca, 4-byte copies (through L1), groups
-  ca8,    ///< "ca8": cp.async.ca, 8-byte copies, groups
-  ca16,   ///< "ca16": cp.async.ca, 16-byte copies (through L1), groups
-  cg16,   ///< "cg16": cp.async.cg, 16-byte copies (L1 bypassed), groups
+  ca4,          ///< "ca4": cp.async.ca, 4-byte copies (through L1), groups
+  ca8,          ///< "ca8": cp.async.ca, 8-byte copies, groups
+  ca16,         ///< "ca16": cp.async.ca, 16-byte copies (through L1), groups
+  cg16,         ///< "cg16": cp.async.cg, 16-byte copies (L1 bypassed), groups
   cg16_l2_64,   ///< "cg16-L2-64B": cg16 with the .L2::64B prefetch size
   cg16_l2_128,  ///< "cg16-L2-128B": cg16 with .L2::128B
   cg16_l2_256,  ///< "cg16-L2-256B": cg16 with .L2::256B
@@ -54,10 +54,10 @@ enum class Form {
 };
 
 /// Every form, in the driver's order.
-inline constexpr Form kForms[] = {Form::ca4,         Form::ca8,         Form::ca16,
-                                  Form::cg16,        Form::cg16_l2_64,  Form::cg16_l2_128,
-                                  Form::cg16_l2_256, Form::cg16_mbarrier_noinc,
-                                  Form::cg16_mbarrier};
+inline constexpr Form kForms[] = {
+    Form::ca4,          Form::ca8,         Form::ca16,        Form::cg16,
+    Form::cg16_l2_64,   Form::cg16_l2_128, Form::cg16_l2_256, Form::cg16_mbarrier_noinc,
+    Form::cg16_mbarrier};
 
 /// The variant name of a form ("ca4", "cg16", "cg16-L2-128B", "cg16-mbarrier-noinc", ...).
 inline const char* name(Form form) {
@@ -190,18 +190,15 @@ struct Rows {
 };
 
 /// The row pitch in elements: `length` rounded up to a whole 16-byte chunk (4 elements).
-__host__ __device__ constexpr std::size_t pitch(std::size_t length) {
-  return (length + 3) / 4 * 4;
-}
+__host__ __device__ constexpr std::size_t pitch(std::size_t length) { return (length + 3) / 4 * 4; }
 
 /// Bytes of a chunk the copy must take from global memory: of the 16 bytes of the chunk
 /// that starts at element `column` of a row of `length` valid elements, those inside the
 /// row (16 for a whole chunk, 4, 8 or 12 for the last, partial one).
 __host__ __device__ constexpr unsigned valid_chunk_bytes(std::size_t column, std::size_t length) {
-  return column >= length ? 0u
-         : length - column >= 4
-             ? 16u
-             : static_cast<unsigned>((length - column) * sizeof(std::uint32_t));
+  return column >= length       ? 0u
+         : length - column >= 4 ? 16u
+                                : static_cast<unsigned>((length - column) * sizeof(std::uint32_t));
 }
 
 /// Threads per block and 16-byte chunks per thread of the tail kernel: each block stages
@@ -266,9 +263,18 @@ course::Launch prepare_cache(cuda::std::span<const std::uint32_t> stream,
 
 /// Which wrapper probe_copy() calls.
 enum class ProbeForm {
-  ca4, ca8, ca16, cg16,  ///< the plain copy (src-size ignored)
-  ca4_src_size, ca8_src_size, ca16_src_size, cg16_src_size,  ///< with src-size = `operand`
-  ca4_ignore, ca8_ignore, ca16_ignore, cg16_ignore,  ///< with ignore-src = (operand != 0)
+  ca4,
+  ca8,
+  ca16,
+  cg16,  ///< the plain copy (src-size ignored)
+  ca4_src_size,
+  ca8_src_size,
+  ca16_src_size,
+  cg16_src_size,  ///< with src-size = `operand`
+  ca4_ignore,
+  ca8_ignore,
+  ca16_ignore,
+  cg16_ignore,  ///< with ignore-src = (operand != 0)
 };
 
 /// One thread fills 16 bytes of shared memory with 0xA5, then copies from `src` (device

@@ -1,0 +1,74 @@
+/// \file tma_tensor_copy_device.cuh
+/// \brief Lesson 11: device helpers the kernels share (read-only): shared-memory addresses,
+/// the bounded mbarrier wait, and the multicast tensor load in inline PTX.
+///
+/// Included once, by the kernels' file (tma_tensor_copy.cu); it defines g_wait_timeouts.
+#pragma once
+
+#include <cuda.h>
+#include <cuda/ptx>
+
+#include <cstdint>
+
+#include "tma_tensor_copy.cuh"
+
+namespace tma_tensor_copy {
+
+namespace ptx = cuda::ptx;
+
+/// Waits that gave up (see wait_phase); read and reset by take_wait_timeouts().
+__device__ unsigned long long g_wait_timeouts;
+
+/// A pointer's address in this block's shared-memory window (PTX's shared operands).
+__device__ inline std::uint32_t smem_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// `p` moved up to the next shared-memory address that is a multiple of `alignment`.
+__device__ inline unsigned char* align_shared(unsigned char* p, std::uint32_t alignment) {
+  return p + (alignment - smem_address(p) % alignment) % alignment;
+}
+
+__device__ inline unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Waits until the phase of `bar` with parity `parity` has completed, for at most
+/// kWaitLimitNs. Why bounded: a missing copy, a byte count that does not match what
+/// arrives, or a wrong parity leaves an mbarrier phase open for ever, and an unbounded wait
+/// hangs the GPU until the test's timeout kills the process, with no hint. Here the thread
+/// counts the failure in g_wait_timeouts and goes on (its data is wrong, the host reports
+/// it); once any wait gave up, later ones give up at once, so a broken kernel ends quickly.
+__device__ inline void wait_phase(std::uint64_t* bar, std::uint32_t parity) {
+#if __CUDA_ARCH__ >= 900
+  if (ptx::mbarrier_try_wait_parity(bar, parity)) return;
+  if (*static_cast<volatile unsigned long long*>(&g_wait_timeouts) != 0) return;
+  const unsigned long long start = global_timer_ns();
+  while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
+    if (global_timer_ns() - start > kWaitLimitNs) {
+      atomicAdd(&g_wait_timeouts, 1ull);
+      return;
+    }
+  }
+#endif
+}
+
+/// cp.async.bulk.tensor with .multicast::cluster: the box lands at the same shared-memory
+/// offset in every block of the cluster whose bit is set in `cta_mask`, and each of those
+/// blocks' mbarrier at `bar`'s offset receives the bytes. Inline PTX: cuda::ptx offers this
+/// form only for sm_90a, but plain sm_90 accepts it (ptxas adds an advisory that later
+/// architectures may run it slower; the build silences that advisory).
+__device__ inline void multicast_load_box(const CUtensorMap* map, void* smem, std::uint64_t* bar,
+                                          int row, int col, std::uint16_t cta_mask) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_address(smem)),
+      "l"(map), "r"(col), "r"(row), "r"(smem_address(bar)), "h"(cta_mask)
+      : "memory");
+#endif
+}
+
+}  // namespace tma_tensor_copy

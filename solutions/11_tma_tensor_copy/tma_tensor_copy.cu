@@ -1,0 +1,304 @@
+// Your exercise: the TODOs in this file. The device helpers (tma_tensor_copy_device.cuh), the
+// launchers (tma_tensor_copy_launch.cu), the tensor maps (tensor_map.cpp), the driver
+// (main.cu) and the tests are read-only.
+//
+// Lesson 11: 2-D tiles through the tensor memory accelerator (TMA), sm_90 only.
+//
+// What this file adds over lesson 10's bulk copies: the copy engine now understands a
+// matrix. One thread hands it a tensor map (shape, strides, box, swizzle, fill; built on the
+// host) and the coordinates of a tile; the TMA fetches the whole box, fills what lies outside
+// the matrix, lays it out in shared memory (swizzled or not) and signals the bytes on an
+// mbarrier. Shapes (fp32):
+//
+//   tile copy   box 64 x 64 = 16 KB, 1 to 8 stages, one warp per block: load, store, repeat
+//   transpose   tile 64 rows x 32 columns = 8 KB, read column-wise from shared memory
+//               none/128B: 1 box of 32 columns; 64B: 2 boxes of 16; 32B: 4 boxes of 8
+//   broadcast   tile 64 x 32, every block of a cluster (2 or 4) needs it: with multicast,
+//               block j loads rows [j * 64 / C, (j + 1) * 64 / C) into every block's copy
+//
+// Built for sm_80 the kernels are empty (the launchers refuse a device below 9.0).
+#include <cooperative_groups.h>
+#include <cuda/ptx>
+
+#include "tma_tensor_copy.cuh"
+#include "tma_tensor_copy_device.cuh"  // read-only: wait_phase, multicast_load_box, ...
+
+namespace tma_tensor_copy {
+
+namespace ptx = cuda::ptx;
+namespace cg = cooperative_groups;
+
+namespace {
+
+#if __CUDA_ARCH__ >= 900
+/// One thread: this phase of `bar` (initialised with one arrival) waits for `bytes`.
+__device__ inline void expect_bytes(std::uint64_t* bar, std::uint32_t bytes) {
+  // TODO 1: afterwards the phase in progress of `bar` has its one expected arrival and
+  //         expects `bytes` more bytes of asynchronous copies: it completes exactly when
+  //         they have all landed.
+  // BEGIN SOLUTION
+  const std::uint64_t state = ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta,
+                                                             ptx::space_shared, bar, bytes);
+  (void)state;
+  // STARTER: (void)bar; (void)bytes;
+  // END SOLUTION
+}
+
+/// One thread: the box of `map` whose first element is (row, col) is on its way into `smem`,
+/// its bytes counted on `bar`.
+__device__ inline void load_box(const CUtensorMap* map, void* smem, std::uint64_t* bar, int row,
+                                int col) {
+  // TODO 2: afterwards the tensor load of that box is issued. Coordinates go innermost
+  //         dimension first, in elements; a box partly or wholly outside the matrix is fine
+  //         (the tensor map's fill covers it).
+  // BEGIN SOLUTION
+  const std::int32_t coords[2] = {col, row};
+  ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem, map, coords, bar);
+  // STARTER: (void)map; (void)smem; (void)bar; (void)row; (void)col;
+  // END SOLUTION
+}
+
+/// One thread: the box in `smem` is on its way to `map` at `coords` (innermost first).
+template <int Rank>
+__device__ inline void store_box(const CUtensorMap* map, const void* smem,
+                                 const std::int32_t (&coords)[Rank]) {
+  // TODO 3: afterwards the tensor store is issued and closed in a bulk async-group of its
+  //         own, so the caller can wait until it has read shared memory. Elements of the
+  //         box outside the tensor are not written.
+  // BEGIN SOLUTION
+  ptx::cp_async_bulk_tensor(ptx::space_global, ptx::space_shared, map, coords, smem);
+  ptx::cp_async_bulk_commit_group();
+  // STARTER: (void)map; (void)smem; (void)coords;
+  // END SOLUTION
+}
+#endif
+
+/// Byte `offset` of a box (from its swizzle-aligned start) as the TMA lays it out.
+template <Swizzle S>
+__device__ constexpr std::uint32_t swizzled(std::uint32_t offset) {
+  // TODO 4: the swizzled position of `offset`. The swizzle permutes the 16-byte chunks
+  //         inside each span-wide row: the chunk index (bits 4 and up, as many bits as the
+  //         span has chunks: 1, 2 or 3) is XORed with the same number of bits taken from
+  //         bit 7 of the offset up. Without swizzle the offset stays.
+  // BEGIN SOLUTION
+  constexpr std::uint32_t chunks = swizzle_span_bytes(S) / 16;  // 0, 2, 4, 8
+  if constexpr (chunks == 0) {
+    return offset;
+  } else {
+    return offset ^ (((offset >> 7) & (chunks - 1)) << 4);
+  }
+  // STARTER: return offset;
+  // END SOLUTION
+}
+
+}  // namespace
+
+/// Block b copies tiles b, b + gridDim.x, ... of a tiles_x-wide grid: load into stage
+/// k % stages, wait, store, refill. One thread does all of it.
+__global__ void tile_copy_kernel(const __grid_constant__ CUtensorMap in_map,
+                                 const __grid_constant__ CUtensorMap out_map, int box_rows,
+                                 int box_cols, int tiles_x, int tiles, int stages) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ unsigned char dynamic_smem[];
+  __shared__ std::uint64_t full[kMaxStages];
+  if (threadIdx.x != 0) return;  // one thread drives every copy of this block
+  unsigned char* buffers = align_shared(dynamic_smem, 128);
+  const std::uint32_t box_bytes = box_rows * box_cols * sizeof(float);
+  const std::uint32_t stage_bytes = (box_bytes + 127) / 128 * 128;
+  for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
+  ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);  // visible to the TMA
+
+  const int mine = tiles > static_cast<int>(blockIdx.x)
+                       ? (tiles - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1
+                       : 0;
+  auto tile = [&](int k, int& row, int& col) {
+    const int t = blockIdx.x + k * gridDim.x;
+    row = t / tiles_x * box_rows;
+    col = t % tiles_x * box_cols;
+  };
+  auto issue = [&](int k) {
+    int row, col;
+    tile(k, row, col);
+    const int s = k % stages;
+    expect_bytes(&full[s], box_bytes);
+    load_box(&in_map, buffers + s * stage_bytes, &full[s], row, col);
+  };
+  for (int k = 0; k < mine && k < stages; ++k) issue(k);
+  for (int k = 0; k < mine; ++k) {
+    const int s = k % stages;
+    wait_phase(&full[s], (k / stages) & 1);
+    int row, col;
+    tile(k, row, col);
+    store_box<2>(&out_map, buffers + s * stage_bytes, {col, row});
+    if (k + stages < mine) {
+      ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});  // the store has read stage s
+      issue(k + stages);
+    }
+  }
+  ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});  // shared memory outlives the reads
+#endif
+}
+
+/// out = in^T. Block b transposes tiles b, b + gridDim.x, ... (64 x 32 each), `stages` in
+/// flight. `misalign` bytes are added to the tiles' swizzle-aligned start (0 when correct).
+template <Swizzle S>
+__global__ void __launch_bounds__(kTransposeThreads)
+    transpose_kernel(const __grid_constant__ CUtensorMap in_map, float* __restrict__ out, int rows,
+                     int cols, long long out_ld, int tiles_x, int tiles, int stages, int misalign) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int kBoxCols = transpose_box_cols(S);
+  constexpr int kBoxes = kTransposeTileCols / kBoxCols;
+  constexpr std::uint32_t kBoxBytes = kTransposeTileRows * kBoxCols * sizeof(float);
+  constexpr std::uint32_t kTileBytes = kBoxes * kBoxBytes;  // 8 KB
+  extern __shared__ unsigned char dynamic_smem[];
+  __shared__ std::uint64_t full[kMaxStages];
+  unsigned char* buffers = align_shared(dynamic_smem, 1024) + misalign;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  const int mine = tiles > static_cast<int>(blockIdx.x)
+                       ? (tiles - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1
+                       : 0;
+  auto origin = [&](int k, int& row0, int& col0) {
+    const int t = blockIdx.x + k * gridDim.x;
+    row0 = t / tiles_x * kTransposeTileRows;
+    col0 = t % tiles_x * kTransposeTileCols;
+  };
+  auto issue = [&](int k) {  // thread 0 only
+    int row0, col0;
+    origin(k, row0, col0);
+    const int s = k % stages;
+    expect_bytes(&full[s], kTileBytes);
+    for (int b = 0; b < kBoxes; ++b) {
+      load_box(&in_map, buffers + s * kTileBytes + b * kBoxBytes, &full[s], row0,
+               col0 + b * kBoxCols);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < mine && k < stages; ++k) issue(k);
+  }
+  for (int k = 0; k < mine; ++k) {
+    const int s = k % stages;
+    wait_phase(&full[s], (k / stages) & 1);
+    const unsigned char* tile = buffers + s * kTileBytes;
+    int row0, col0;
+    origin(k, row0, col0);
+
+    // TODO 5: afterwards this thread has written its 8 elements of the tile to
+    //         out[c * out_ld + r] (global row r = row0 + tile row, column c = col0 + tile
+    //         column), skipping those outside the rows x cols input. Tile element (r, c)
+    //         lies in box c / kBoxCols at byte r * kBoxCols * 4 + (c % kBoxCols) * 4 of that
+    //         box, before the swizzle. Read without bank conflicts: one warp load touches 8
+    //         consecutive tile rows and 4 consecutive columns (warp w owns columns 4w to
+    //         4w + 3, lane l row l % 8 and column 4w + l / 8), so each output row gets 32
+    //         contiguous bytes per store.
+    // BEGIN SOLUTION
+    const int lane = threadIdx.x % 32;
+    const int c = threadIdx.x / 32 * 4 + lane / 8;
+    const unsigned char* box = tile + c / kBoxCols * kBoxBytes;
+    for (int i = 0; i < kTransposeTileRows / 8; ++i) {
+      const int r = i * 8 + lane % 8;
+      const std::uint32_t offset = r * kBoxCols * sizeof(float) + (c % kBoxCols) * sizeof(float);
+      const float v = *reinterpret_cast<const float*>(box + swizzled<S>(offset));
+      if (row0 + r < rows && col0 + c < cols) {
+        out[static_cast<long long>(col0 + c) * out_ld + row0 + r] = v;
+      }
+    }
+    // STARTER: (void)tile; (void)rows; (void)cols; (void)out; (void)out_ld;
+    // END SOLUTION
+
+    __syncthreads();  // every thread is done with stage s: it may be refilled
+    if (threadIdx.x == 0 && k + stages < mine) issue(k + stages);
+  }
+#endif
+}
+
+/// Cluster c (of C blocks) handles tiles c, c + clusters, ...; the block of rank j writes
+/// out[j] = in + j for each. Every block needs the whole tile.
+__global__ void __launch_bounds__(kBroadcastThreads)
+    broadcast_kernel(const __grid_constant__ CUtensorMap tile_map,
+                     const __grid_constant__ CUtensorMap slice_map,
+                     const __grid_constant__ CUtensorMap out_map, int tiles_x, int tiles,
+                     int stages, bool multicast) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int kElements = kBroadcastTileRows * kBroadcastTileCols;
+  constexpr std::uint32_t kTileBytes = kElements * sizeof(float);
+  extern __shared__ unsigned char dynamic_smem[];
+  __shared__ std::uint64_t full[kMaxStages];
+  float* buffers = reinterpret_cast<float*>(align_shared(dynamic_smem, 128));
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int cluster_size = static_cast<int>(cluster.num_blocks());
+  const int cluster_id = blockIdx.x / cluster_size;
+  const int clusters = gridDim.x / cluster_size;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
+  }
+  // TODO 6: afterwards the mbarriers of EVERY block of the cluster are initialised and that
+  //         is visible cluster-wide (to the peers' multicasts too): no block may issue a
+  //         copy into a peer before the peer's barrier exists.
+  // BEGIN SOLUTION
+  ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  cluster.sync();
+  // STARTER: __syncthreads();
+  // END SOLUTION
+
+  const int mine = tiles > cluster_id ? (tiles - 1 - cluster_id) / clusters + 1 : 0;
+  auto origin = [&](int k, int& row0, int& col0) {
+    const int t = cluster_id + k * clusters;
+    row0 = t / tiles_x * kBroadcastTileRows;
+    col0 = t % tiles_x * kBroadcastTileCols;
+  };
+  auto issue = [&](int k) {  // thread 0 of every block
+    int row0, col0;
+    origin(k, row0, col0);
+    const int s = k % stages;
+    float* tile = buffers + s * kElements;
+    expect_bytes(&full[s], kTileBytes);  // the whole tile arrives, whoever sends it
+    if (multicast) {
+      // TODO 7: afterwards this block's share of the tile, rows [rank * 64 / C,
+      //         (rank + 1) * 64 / C) (slice_map's box), is on its way into the same place
+      //         of EVERY block of the cluster, counted on each one's full[s].
+      // BEGIN SOLUTION
+      const int slice_rows = kBroadcastTileRows / cluster_size;
+      const auto everyone = static_cast<std::uint16_t>((1u << cluster_size) - 1);
+      multicast_load_box(&slice_map, tile + rank * slice_rows * kBroadcastTileCols, &full[s],
+                         row0 + rank * slice_rows, col0, everyone);
+      // STARTER: (void)tile; (void)slice_map; (void)rank;
+      // END SOLUTION
+    } else {
+      load_box(&tile_map, tile, &full[s], row0, col0);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < mine && k < stages; ++k) issue(k);
+  }
+  for (int k = 0; k < mine; ++k) {
+    const int s = k % stages;
+    wait_phase(&full[s], (k / stages) & 1);
+    float* tile = buffers + s * kElements;
+    for (int i = threadIdx.x; i < kElements; i += blockDim.x) tile[i] += static_cast<float>(rank);
+    // The threads wrote the tile through the generic proxy; the tensor store reads it through
+    // the async proxy. The fence orders the two (in every writing thread), the barrier makes
+    // every thread's writes precede the store.
+    ptx::fence_proxy_async(ptx::space_shared);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int row0, col0;
+      origin(k, row0, col0);
+      store_box<3>(&out_map, tile, {col0, row0, rank});
+      ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+    }
+    // No block refills stage s (in its peers too, with multicast) before every block of the
+    // cluster is done with it; after the last tile this is also the barrier that keeps every
+    // block alive until no peer can still write into its shared memory.
+    cluster.sync();
+    if (threadIdx.x == 0 && k + stages < mine) issue(k + stages);
+  }
+#endif
+}
+
+}  // namespace tma_tensor_copy

@@ -1,29 +1,22 @@
 // Your exercise: the TODOs in this file. The device helpers (tma_bulk_copy_device.cuh), the
 // launchers (tma_bulk_copy_launch.cu), the driver (main.cu) and the tests are read-only.
 //
-// Lesson 10: bulk copies (TMA) with mbarrier transaction counts, sm_90 only.
+// Lesson 10: bulk copies (TMA) with mbarrier transaction counts, sm_90 only. One thread moves
+// a whole batch with one instruction, and the barrier counts *bytes*. For 256 threads and 4
+// vectors per thread (the driver's default):
 //
-// What this file adds over lessons 03-09: one thread moves a whole batch with one
-// instruction, and the barrier counts *bytes*. Shapes, for 256 threads and 4 vectors per
-// thread (the driver's default; course/batches.cuh):
+//   batch  = 256 x 4 x 16 B = 16 KB = one cp.async.bulk of 16384 bytes
+//   issuer:  arrive.expect_tx(full, 16384) -> cp.async.bulk(staged, in, 16384, full)
+//   others:  try_wait.parity(full, k & 1)      the TMA's complete_tx pays the 16384 bytes;
+//            the phase ends when arrivals and bytes are both paid, and its parity flips
 //
-//   batch     = 256 x 4 x 16 B = 16 KB = one cp.async.bulk of 16384 bytes
-//   full[s]   : 1 arrival (the issuer's arrive.expect_tx(16384)) + 16384 bytes of complete_tx
-//   phase     : completes when both counts reach zero; its parity flips (0, 1, 0, ...)
-//
-//   issuer:  arrive.expect_tx(full, bytes) -> cp.async.bulk(staged, in, bytes, full)
-//   others:  try_wait.parity(full, round & 1)  ... the TMA's complete_tx ends the phase
-//
-// 1. single_ptx_kernel: one input buffer, cuda::ptx. The outputs are computed into a second
-//    shared buffer and leave with one bulk store (shared -> global, a bulk group), after a
-//    fence.proxy.async: the TMA reads shared memory through the *async proxy*, which does
-//    not see the threads' ordinary writes without it.
-// 2. single_barrier_kernel: the same with cuda::barrier and cuda::device::memcpy_async_tx.
-// 3. pipeline_kernel<Stages>: Stages buffers, a full and an empty mbarrier each, one
-//    producer warp (one elected lane issues), consumers that compute straight to global.
-// Every wait is bounded (tma_bulk_copy_device.cuh): a wrong count becomes an error, not a hang.
-// The kernel bodies are compiled for sm_90 only (#if __CUDA_ARCH__ >= 900): an 80;90 build
-// still compiles, and on sm_80 a kernel only records that it cannot run.
+// 1. single_ptx_kernel (cuda::ptx) and 2. single_barrier_kernel (cuda::barrier +
+//    memcpy_async_tx): one buffer; the outputs are computed into shared memory and leave by
+//    one bulk store, after the fence.proxy.async that shows the threads' writes to the TMA.
+// 3. pipeline_kernel<Stages>: a full and an empty mbarrier per buffer, one producer warp
+//    (one elected lane issues), consumers that compute straight to global memory.
+// Every wait is bounded (tma_bulk_copy_device.cuh). The kernel bodies are compiled for sm_90
+// only (#if __CUDA_ARCH__ >= 900), so the 80;90 build compiles.
 #include "tma_bulk_copy.cuh"
 
 #include <cooperative_groups.h>
@@ -46,8 +39,7 @@ using course::batches::batch_of_block;
 using course::batches::compute_batch;
 using device::BlockBarrier;
 
-/// Bytes the DELIBERATELY BROKEN variant announces beyond what it copies.
-constexpr std::uint32_t kBrokenExtraBytes = 16;
+constexpr std::uint32_t kBrokenExtraBytes = 16;  // the DELIBERATELY BROKEN expect_tx surplus
 
 /// The issuing thread's part of a batch, cuda::ptx flavour: batch `b` (b.count elements from
 /// in + b.first) on its way into `staged`, completing on `full`. `extra` is 0 except in the
@@ -228,9 +220,8 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   const unsigned consumers = blockDim.x - 32;  // the last warp produces
   const std::size_t batch = batch_elements(consumers, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
-  auto buffer = [&](std::size_t k) {
-    return reinterpret_cast<std::uint32_t*>(shared_storage) + (k % Stages) * batch;
-  };
+  std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);
+  auto buffer = [&](std::size_t k) { return buffers + (k % Stages) * batch; };
   if (threadIdx.x == 0) {
     for (int s = 0; s < Stages; ++s) {
       ptx::mbarrier_init(&full[s], 1);

@@ -20,7 +20,7 @@ if(NOT EXISTS "${COURSE_SUITE_EXE}")
   return()
 endif()
 
-execute_process(COMMAND "${COURSE_SUITE_EXE}" --gtest_list_tests "--gtest_filter=*Gpu*"
+execute_process(COMMAND "${COURSE_SUITE_EXE}" --gtest_list_tests "--gtest_filter=*Gpu*.*"
   OUTPUT_VARIABLE listing RESULT_VARIABLE listed TIMEOUT 60)
 if(NOT listed EQUAL 0)
   message(FATAL_ERROR "${COURSE_SUITE_EXE} --gtest_list_tests failed (${listed}):\n${listing}")

@@ -36,14 +36,15 @@ function(_course_lesson_target target lesson_dir)
 endfunction()
 
 # Registers the tests of one test executable under `prefix`, with `labels` (a list) plus
-# `gpu` for tests whose names contain "Gpu" and `cpu` for the others.
+# `gpu` for the tests of suites whose names contain "Gpu" and `cpu` for the others (the
+# suite decides: a CPU test may well have "Gpu" in its own name).
 #  - CPU tests: one ctest test per GoogleTest test (gtest_discover_tests; a GTEST_SKIP is
 #    reported as skipped through SKIP_REGULAR_EXPRESSION).
 #  - GPU tests: one ctest test per GoogleTest suite (cmake/CourseGpuSuites.cmake explains
 #    why), skipped when every test in it skipped (exit 77, tests/support/test_main.cpp).
 function(course_discover_tests exe prefix labels)
   set(list_var "${exe}_cpu_tests")
-  gtest_discover_tests(${exe} TEST_PREFIX "${prefix}" TEST_FILTER "-*Gpu*"
+  gtest_discover_tests(${exe} TEST_PREFIX "${prefix}" TEST_FILTER "-*Gpu*.*"
     TEST_LIST ${list_var} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT ${COURSE_CPU_TEST_TIMEOUT})
   # gtest_discover_tests cannot pass a list of labels through PROPERTIES intact, so a

@@ -30,22 +30,10 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Granularity granularity,
                                         LaunchShape shape) {
   const std::string where = "register_staged::copy_and_compute";
-  course::require(
-      in.size() == out.size(), where,
-      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
-  course::require(shape.threads_per_block >= 32 && shape.threads_per_block <= 1024 &&
-                      shape.threads_per_block % 32 == 0,
-                  where,
-                  "threads_per_block must be a multiple of 32 in [32, 1024], got " +
-                      std::to_string(shape.threads_per_block));
-  course::require(shape.blocks >= 1, where,
-                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
+  course::require_copy_launch(where, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   if (granularity == Granularity::coarse) {
-    course::require(reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0 &&
-                        reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0,
-                    where,
-                    "coarse granularity moves 16-byte vectors: both arrays must be 16-byte "
-                    "aligned");
+    course::require_16_byte_aligned(where, in.data(), out.data(),
+                                    "coarse granularity moves 16-byte vectors");
   }
   if (in.empty()) return [](cudaStream_t) {};
 

@@ -182,16 +182,7 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Kernel kernel,
                                         LaunchShape shape, cuda::std::span<std::uint32_t> report,
                                         ReaderDelay delay) {
-  course::require(
-      in.size() == out.size(), kWhere,
-      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
-  course::require(shape.threads_per_block >= 32 && shape.threads_per_block <= 1024 &&
-                      shape.threads_per_block % 32 == 0,
-                  kWhere,
-                  "threads_per_block must be a multiple of 32 in [32, 1024], got " +
-                      std::to_string(shape.threads_per_block));
-  course::require(shape.blocks >= 1, kWhere,
-                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
+  course::require_copy_launch(kWhere, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   require_stages(kernel, shape.stages, kWhere);
   course::require(aligned16(in.data()) && aligned16(out.data()), kWhere,
                   "the aligned copies and vector accesses need 16-byte aligned arrays");

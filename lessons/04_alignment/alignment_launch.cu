@@ -77,16 +77,8 @@ course::Launch prepare_staged_copy(Method method, cuda::std::span<const std::uin
                                    LaunchShape shape, unsigned* returned) {
   const Kernel kernel = kernel_for(method);  // throws for a method that does not exist
   const std::string where = std::string("alignment::staged_copy(") + info(method).name + ")";
-  course::require(
-      in.size() == out.size(), where,
-      "in has " + std::to_string(in.size()) + " bytes, out " + std::to_string(out.size()));
-  course::require(shape.threads_per_block >= 32 && shape.threads_per_block <= 1024 &&
-                      shape.threads_per_block % 32 == 0,
-                  where,
-                  "threads_per_block must be a multiple of 32 in [32, 1024], got " +
-                      std::to_string(shape.threads_per_block));
-  course::require(shape.blocks >= 1, where,
-                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
+  course::require_copy_launch(where, in.size(), out.size(), shape.blocks, shape.threads_per_block,
+                              "bytes");
   course::require(
       stage_offset == kMatchSource || stage_offset < kStageBoundary, where,
       "stage_offset must be below " + std::to_string(kStageBoundary) + " or kMatchSource");

@@ -41,17 +41,10 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Scope scope,
                                         LaunchShape shape) {
   const std::string where = "pipeline_single_stage::copy_and_compute";
-  course::require(
-      in.size() == out.size(), where,
-      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
+  course::require_copy_launch(where, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   const Kernel kernel = kernel_for(scope, where);
-  require_block_size(shape.threads_per_block, where);
-  course::require(shape.blocks >= 1, where,
-                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
-  course::require(reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0 &&
-                      reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0,
-                  where,
-                  "16-byte copies (uint4, aligned_size_t<16>) need both arrays 16-byte aligned");
+  course::require_16_byte_aligned(where, in.data(), out.data(),
+                                  "16-byte copies (uint4, aligned_size_t<16>)");
   if (in.empty()) return [](cudaStream_t) {};
 
   const std::size_t shared = shared_bytes(shape.threads_per_block);

@@ -200,24 +200,8 @@ void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<s
 int max_blocks_per_sm(const Config& config) {
   const std::string reason = invalid_reason(config);
   course::require(reason.empty(), "producer_consumer::max_blocks_per_sm", reason);
-  const Kernel kernel = kernel_for(config);
-  const std::size_t shared = shared_bytes(config);
-  int device = 0;
-  int max_shared = 0;
-  COURSE_CHECK(cudaGetDevice(&device));
-  COURSE_CHECK(
-      cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  // The pipeline's shared state is static shared memory and counts against the same limit.
-  cudaFuncAttributes attributes{};
-  COURSE_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  if (shared + attributes.sharedSizeBytes > static_cast<std::size_t>(max_shared)) return 0;
-  // The occupancy calculator only counts shared memory the kernel may use: opt in first.
-  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
-  int resident = 0;
-  COURSE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel,
-                                                             threads_per_block(config), shared));
-  return resident;
+  return course::max_resident_blocks(reinterpret_cast<const void*>(kernel_for(config)),
+                                     threads_per_block(config), shared_bytes(config));
 }
 
 }  // namespace producer_consumer

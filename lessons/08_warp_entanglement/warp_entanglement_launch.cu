@@ -128,20 +128,8 @@ Evidence copy_and_compute_with_evidence(cuda::std::span<const std::uint32_t> in,
 
 int max_blocks_per_sm(CommitMode mode, int threads_per_block) {
   require_valid_threads(threads_per_block);
-  const Kernel kernel = kernel_for(mode);
-  const std::size_t shared = shared_bytes(threads_per_block);
-  int device = 0;
-  int max_shared = 0;
-  COURSE_CHECK(cudaGetDevice(&device));
-  COURSE_CHECK(
-      cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (shared > static_cast<std::size_t>(max_shared)) return 0;
-  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
-  int blocks = 0;
-  COURSE_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads_per_block, shared));
-  return blocks;
+  return course::max_resident_blocks(reinterpret_cast<const void*>(kernel_for(mode)),
+                                     threads_per_block, shared_bytes(threads_per_block));
 }
 
 // ---- What the GPU measured, as rates ---------------------------------------------------------

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -23,6 +25,37 @@ using Launch = std::function<void(cudaStream_t)>;
 inline void require(bool condition, const std::string& where, const std::string& message) {
   if (!condition) throw std::invalid_argument(where + ": " + message);
 }
+
+/// The checks every copy-and-compute launcher makes before any CUDA call: `in` and `out`
+/// hold the same number of elements, a block is 32 to 1024 threads in whole warps, and
+/// there is at least one block (std::invalid_argument naming `where` otherwise).
+inline void require_copy_launch(const std::string& where, std::size_t in_size, std::size_t out_size,
+                                int blocks, int threads_per_block,
+                                const std::string& unit = "elements") {
+  require(in_size == out_size, where,
+          "in has " + std::to_string(in_size) + " " + unit + ", out " + std::to_string(out_size));
+  require(threads_per_block >= 32 && threads_per_block <= 1024 && threads_per_block % 32 == 0,
+          where,
+          "threads_per_block must be a multiple of 32 in [32, 1024], got " +
+              std::to_string(threads_per_block));
+  require(blocks >= 1, where, "blocks must be >= 1, got " + std::to_string(blocks));
+}
+
+/// Both arrays 16-byte aligned, as 16-byte copies and vector accesses need; `why` says
+/// which copies promise it.
+inline void require_16_byte_aligned(const std::string& where, const void* a, const void* b,
+                                    const std::string& why) {
+  require(reinterpret_cast<std::uintptr_t>(a) % 16 == 0 &&
+              reinterpret_cast<std::uintptr_t>(b) % 16 == 0,
+          where, why + ": both arrays must be 16-byte aligned");
+}
+
+/// The most blocks of `threads_per_block` threads that one SM holds at once for `kernel`
+/// with `dynamic_shared` bytes of dynamic shared memory (cudaOccupancyMaxActiveBlocks...),
+/// its static shared memory (a pipeline's shared state, say) counted too; 0 when one block
+/// does not fit the device. Opts the kernel in to that much dynamic shared memory first:
+/// beyond 48 KB a kernel must, and the occupancy calculator counts only what it may use.
+int max_resident_blocks(const void* kernel, int threads_per_block, std::size_t dynamic_shared);
 
 /// Calls `f(std::integral_constant<int, S>{})` for the run-time `stages` in [Min, Max] and
 /// returns its result: the one place where a run-time stage count becomes the compile-time

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   course::CommonOptions options;
   int stages = 4;
   int tail_length = 13;
+  int table_percent = 25;
   course::FlagParser flags(
       kLesson,
       "Lesson 09: cp.async in inline PTX. The multi-stage copy-and-compute kernel of lesson 06\n"
@@ -66,12 +67,14 @@ int main(int argc, char** argv) {
       "without .noinc), next to lesson 06's primitives kernel ('06-primitives'), all at full\n"
       "occupancy. Then 'tail-if' vs 'tail-src-size' on rows of --tail-length elements (each\n"
       "ending in a partial 16-byte chunk), and 'cache-plain' vs 'cache-hint' on a stream of\n"
-      "8 x L2 beside a table of L2 / 2 that every block reads again.");
+      "8 x L2 beside a table (--table-percent of L2) that every block reads again.");
   flags.add_common(options, "uint32 elements of the multi-stage input (default 256M = 1 GiB)",
                    variant_names());
   flags.add_int("stages", &stages, 0, "stages of the multi-stage kernels, 2 to 8 (default 4)");
   flags.add_int("tail-length", &tail_length, 0,
                 "elements per row of the tail workload, 1 to 4096 (default 13)");
+  flags.add_int("table-percent", &table_percent, 0,
+                "the cache workload's table as a percentage of L2, 1 to 400 (default 25)");
 
   auto validate = [&] {
     if (stages < ptx_cp_async::kMinStages || stages > ptx_cp_async::kMaxStages) {
@@ -80,6 +83,10 @@ int main(int argc, char** argv) {
     if (tail_length < 1 || tail_length > 4096) {
       throw course::UsageError("--tail-length must be in [1, 4096], got " +
                                std::to_string(tail_length));
+    }
+    if (table_percent < 1 || table_percent > 400) {
+      throw course::UsageError("--table-percent must be in [1, 400], got " +
+                               std::to_string(table_percent));
     }
   };
 
@@ -170,12 +177,15 @@ int main(int argc, char** argv) {
       }
     }
 
-    // ---- the cache workload: a stream of 8 x L2 beside a table of L2 / 2 ----
+    // ---- the cache workload: a stream of 8 x L2 beside a table of --table-percent of L2 ----
     if (wants_prefix("cache-")) {
       const std::size_t batch = ptx_cp_async::kCacheBatch;
       const std::size_t l2_elements = static_cast<std::size_t>(l2_bytes) / 4;
       const std::size_t table_size =
-          options.quick ? 8 * batch : std::max<std::size_t>(batch, l2_elements / 2 / batch * batch);
+          options.quick
+              ? 8 * batch
+              : std::max<std::size_t>(batch, l2_elements * static_cast<std::size_t>(table_percent) /
+                                                 100 / batch * batch);
       const std::size_t stream_size =
           options.quick ? 64 * batch
                         : std::max<std::size_t>(64 * batch, 8 * l2_elements / batch * batch);

@@ -230,10 +230,10 @@ course::Launch prepare_tail(cuda::std::span<const std::uint32_t> in,
 
 /// How the cache kernel's copies treat L2.
 enum class CachePolicy {
-  /// "cache-plain": cp.async.cg with no hint; the stream evicts the table from L2.
+  /// "cache-plain": cp.async.cg with no hint; the stream competes with the table for L2.
   plain,
   /// "cache-hint": the stream's copies carry an L2::evict_first policy and the table's an
-  /// L2::evict_last one (createpolicy.fractional + .L2::cache_hint), so the table stays.
+  /// L2::evict_last one (createpolicy.fractional + .L2::cache_hint): the table should stay.
   hinted,
 };
 

@@ -10,6 +10,7 @@
 #include "course/batches.cuh"
 #include "course/workload.h"
 #include "ptx_cp_async.cuh"
+#include "ptx_cp_async_device.cuh"
 
 namespace ptx_cp_async {
 namespace {

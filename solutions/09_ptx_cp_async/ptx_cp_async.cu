@@ -1,5 +1,5 @@
-// Your exercise: the TODOs in this file. The kernels that call these functions
-// (ptx_cp_async_kernels.cuh), the launchers, the driver and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: the declarations and helpers
+// (ptx_cp_async_device.cuh), the kernels (ptx_cp_async_kernels.cuh), the rest of the lesson.
 //
 // Lesson 09: cp.async in inline PTX, the instructions CCCL and the primitives hid:
 //
@@ -11,11 +11,11 @@
 // .ca caches in L1 and L2 (cp-size 4, 8 or 16), .cg in L2 only (cp-size 16). dst is a
 // 32-bit shared-memory address, src a global address. Every asm here is `volatile` with a
 // "memory" clobber, so the compiler neither drops it nor moves memory accesses across it.
-#include "ptx_cp_async.cuh"
-
 #include <nv/target>
 
 #include "course/batches.cuh"
+#include "ptx_cp_async.cuh"
+#include "ptx_cp_async_device.cuh"
 
 namespace ptx_cp_async {
 namespace {
@@ -23,16 +23,7 @@ namespace {
 using course::batches::Batch;
 using course::batches::batch_of_block;
 
-enum class CacheOp { ca, cg };
-enum class Prefetch { none, l2_64, l2_128, l2_256 };
-
-/// The 32-bit shared-memory address of a generic pointer into shared memory.
-__device__ inline std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// Starts copying Size bytes from global `src` to shared `dst` (both aligned to Size).
-template <CacheOp Op, int Size, Prefetch P = Prefetch::none>
+template <CacheOp Op, int Size, Prefetch P>
 __device__ inline void cp_async(void* dst, const void* src) {
   static_assert(Size == 4 || Size == 8 || Size == 16, "cp-size is 4, 8 or 16");
   static_assert(Op == CacheOp::ca || Size == 16, "cp.async.cg copies 16 bytes only");
@@ -76,8 +67,6 @@ __device__ inline void wait_all() { asm volatile("cp.async.wait_all;\n" ::: "mem
 // STARTER: __device__ inline void wait_all() {}
 // END SOLUTION
 
-/// cp_async<Op, Size> that reads only `src_size` bytes (0 <= src_size <= Size; 0 reads
-/// nothing) and writes zeros over the rest of the Size bytes at dst.
 template <CacheOp Op, int Size>
 __device__ inline void cp_async_zero_fill(void* dst, const void* src, unsigned src_size) {
   static_assert(Op == CacheOp::ca || Size == 16, "cp.async.cg copies 16 bytes only");
@@ -96,8 +85,6 @@ __device__ inline void cp_async_zero_fill(void* dst, const void* src, unsigned s
   // END SOLUTION
 }
 
-/// cp_async<Op, Size> with ignore-src: when `ignore` holds, nothing is read and dst gets
-/// Size zero bytes (src must still be a valid address).
 template <CacheOp Op, int Size>
 __device__ inline void cp_async_ignore_src(void* dst, const void* src, bool ignore) {
   static_assert(Op == CacheOp::ca || Size == 16, "cp.async.cg copies 16 bytes only");
@@ -174,38 +161,6 @@ __device__ inline bool mbarrier_try_wait_parity(std::uint64_t* bar, unsigned par
 // STARTER:   return true;
 // STARTER: }
 // END SOLUTION
-
-/// Waits for the phase of `parity` for at most 10 seconds: a phase that never completes is
-/// a bug, and the kernel traps (the launch fails) instead of hanging.
-__device__ inline void mbarrier_wait_parity(std::uint64_t* bar, unsigned parity) {
-  std::uint64_t start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  while (!mbarrier_try_wait_parity(bar, parity)) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start > 10'000'000'000ull) __trap();
-  }
-}
-
-/// The cache operator of a form's copies (.ca for cp-sizes 4 and 8 and for ca16).
-template <Form F>
-inline constexpr CacheOp kCacheOpOf = copy_bytes(F) < 16 || F == Form::ca16 ? CacheOp::ca
-                                                                            : CacheOp::cg;
-template <Form F>
-inline constexpr Prefetch kPrefetchOf = F == Form::cg16_l2_64    ? Prefetch::l2_64
-                                        : F == Form::cg16_l2_128 ? Prefetch::l2_128
-                                        : F == Form::cg16_l2_256 ? Prefetch::l2_256
-                                                                 : Prefetch::none;
-
-/// The piece of a partial batch that the data ends in, word by word, the words past the
-/// end zero-filled: a wider zero-filling copy is legal PTX, but compute-sanitizer's memcheck
-/// counts all its bytes as read, past the end of the input.
-template <int Size>
-__device__ inline void copy_last_piece(char* dst, const char* src, std::size_t valid_bytes) {
-  for (int w = 0; w < Size; w += 4) {
-    const bool inside = static_cast<std::size_t>(w) < valid_bytes;
-    cp_async_zero_fill<CacheOp::ca, 4>(dst + w, inside ? src + w : src, inside ? 4u : 0u);
-  }
-}
 
 /// Starts this thread's copies of the block's batch k into `buffer` (when the block has a
 /// batch k) and closes them: one group, or one arrival on `bar`.

@@ -228,6 +228,33 @@ TEST(TmaReferences, TransposeAndBroadcast) {
   EXPECT_GT(seen.size(), 990u);
 }
 
+TEST(TmaReferences, ATensorStoreMayWriteOnlyTheLastChunkOfARow) {
+  // 2 rows of 5 columns, leading dimension 12: the row's last 16-byte chunk ends at column 8;
+  // columns 8-11 are padding the store never reaches.
+  const Shape shape{2, 5, 12};
+  const float poison = poisoned_float();
+  std::vector<float> expected(24, poison);
+  std::vector<float> got(24, poison);
+  got[5] = 0.0f;    // written with the box's zero fill: accepted
+  got[6] = poison;  // untouched: accepted
+  got[7] = 3.0f;    // something else: not accepted
+  got[8] = 0.0f;    // beyond the chunk: never accepted
+  got[17] = 0.0f;   // row 1, column 5: accepted
+  EXPECT_EQ(tma_tensor_copy::accept_chunk_padding(expected, got, shape, 1, false), 2u);
+  EXPECT_EQ(expected[5], 0.0f);
+  EXPECT_EQ(expected[7], poison);
+  EXPECT_EQ(expected[8], poison);
+  EXPECT_EQ(expected[17], 0.0f);
+  // Copy j of a broadcast holds 0 + j there; a NaN fill leaves NaN.
+  std::vector<float> two(48, poison), got_two(48, poison);
+  got_two[24 + 5] = 1.0f;
+  EXPECT_EQ(tma_tensor_copy::accept_chunk_padding(two, got_two, shape, 2, false), 1u);
+  got[5] = std::nanf("");
+  std::vector<float> nan_expected(24, poison);
+  EXPECT_EQ(tma_tensor_copy::accept_chunk_padding(nan_expected, got, shape, 1, true), 1u);
+  EXPECT_TRUE(std::isnan(nan_expected[5]));
+}
+
 TEST(TmaLaunch, RejectsBadArgumentsBeforeTouchingTheDevice) {
   // Fake, 16-byte aligned device pointers: the launchers must throw before using them.
   auto* fake = reinterpret_cast<float*>(std::uintptr_t{1} << 20);
@@ -420,18 +447,33 @@ std::string describe(Shape s) {
          ")";
 }
 
-/// Compares every element, padding included (it must still hold the poison).
-::testing::AssertionResult same(const std::vector<float>& expected,
-                                const course::DeviceBuffer<float>& out, std::size_t count,
-                                const std::string& what, const std::string& todos) {
+/// How a tensor store may touch the padding: `copies` matrices of `shape`, whose rows' last
+/// 16-byte chunk the store writes whole (with NaN when `nan_fill`). copies == 0: the output
+/// was written by plain stores, and every padding element must keep the poison.
+struct StoredBy {
+  int copies = 0;
+  Shape shape{};
+  bool nan_fill = false;
+};
+
+/// Compares every element bit for bit, padding included: it must still hold the poison,
+/// except in a tensor store's last 16-byte chunk of each row (accept_chunk_padding).
+::testing::AssertionResult same(std::vector<float> expected, const course::DeviceBuffer<float>& out,
+                                std::size_t count, const std::string& what,
+                                const std::string& todos, StoredBy stored = {}) {
   try {
     tma_tensor_copy::require_no_wait_timeouts(what);
   } catch (const std::exception& e) {
     return ::testing::AssertionFailure() << e.what() << todos;
   }
   const std::vector<float> all = course::to_host(out.cspan());
-  const auto c =
-      course::compare_exact<float>(expected, cuda::std::span<const float>(all.data(), count));
+  if (stored.copies > 0) {
+    tma_tensor_copy::accept_chunk_padding(expected, all, stored.shape, stored.copies,
+                                          stored.nan_fill);
+  }
+  const auto c = course::compare_exact<std::uint32_t>(
+      {reinterpret_cast<const std::uint32_t*>(expected.data()), expected.size()},
+      {reinterpret_cast<const std::uint32_t*>(all.data()), count});
   if (!c.ok()) return ::testing::AssertionFailure() << what << ": " << c.summary() << todos;
   return ::testing::AssertionSuccess();
 }
@@ -460,7 +502,7 @@ TEST_F(GpuTmaTileCopy, EveryElementCopiedAndPaddingUntouched) {
                              std::to_string(config.box_cols) + ", " +
                              std::to_string(config.stages) + " stages, " + std::to_string(blocks) +
                              " blocks",
-                         concerns_todos({1, 2, 3})));
+                         concerns_todos({1, 2, 3}), {1, shape, config.fill == OobFill::nan}));
       }
     }
   }
@@ -604,7 +646,7 @@ TEST_P(GpuTmaBroadcast, EveryBlockWritesItsOwnCopy) {
                              (multicast ? ", multicast, " : ", plain, ") + describe(shape) + ", " +
                              std::to_string(stages) + " stages, " + std::to_string(clusters) +
                              " clusters",
-                         todos));
+                         todos, {cluster_size, shape, false}));
       }
     }
   }

@@ -9,7 +9,10 @@
 ///
 /// The matrices are row-major fp32 with a leading dimension: element (r, c) of a matrix is
 /// data[r * ld + c], ld >= cols, and ld * 4 bytes a multiple of 16 (a tensor map's row
-/// stride must be). The padding columns c in [cols, ld) are never read nor written.
+/// stride must be). The padding columns c in [cols, ld) are never read. The tensor store
+/// writes whole 16-byte chunks of a row (measured on an H100): the padding elements in the
+/// last chunk of a row, [cols, padded_ld(cols)), may be written with what the box held
+/// there; padding beyond that chunk is never written (accept_chunk_padding()).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -172,6 +175,15 @@ unsigned long long take_wait_timeouts();
 void require_no_wait_timeouts(const std::string& what);
 
 // ---- data and references ----------------------------------------------------------------
+
+/// The tensor store's 16-byte granularity, for comparisons: in each of `copies` matrices of
+/// `shape` laid out one after the other in `got`, a padding element of a row's last 16-byte
+/// chunk ([cols, min(padded_ld(cols), ld))) that holds either the poison or what the box held
+/// there (NaN when `nan_fill`, else the copy index j as a float: the fill 0 plus j) is copied
+/// into `expected`, so that an exact comparison accepts it and still catches anything else.
+/// Returns how many such elements the store had written.
+std::size_t accept_chunk_padding(std::vector<float>& expected, const std::vector<float>& got,
+                                 Shape shape, int copies, bool nan_fill);
 
 /// A float made from hash32(index, seed): a multiple of 2^-23 in [-1, 1), exact, never NaN.
 inline float hash_float(std::uint64_t index, std::uint32_t seed) {

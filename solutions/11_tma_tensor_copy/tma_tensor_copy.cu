@@ -63,8 +63,8 @@ template <int Rank>
 __device__ inline void store_box(const CUtensorMap* map, const void* smem,
                                  const std::int32_t (&coords)[Rank]) {
   // TODO 3: afterwards the tensor store is issued and closed in a bulk async-group of its
-  //         own, so the caller can wait until it has read shared memory. Elements of the
-  //         box outside the tensor are not written.
+  //         own, so the caller can wait until it has read shared memory. Rows outside the
+  //         tensor are not written; columns are clipped to the 16-byte chunk.
   // BEGIN SOLUTION
   ptx::cp_async_bulk_tensor(ptx::space_global, ptx::space_shared, map, coords, smem);
   ptx::cp_async_bulk_commit_group();

@@ -216,7 +216,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
 #if __CUDA_ARCH__ >= 900
   extern __shared__ uint4 shared_storage[];    // Stages batches
   __shared__ std::uint64_t full[Stages];       // batch landed: 1 arrival + its bytes
-  __shared__ std::uint64_t empty[Stages];      // buffer released: one arrival per consumer warp
+  __shared__ std::uint64_t empty[Stages];      // buffer released: one arrival per consumer
   const unsigned consumers = blockDim.x - 32;  // the last warp produces
   const std::size_t batch = batch_elements(consumers, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
@@ -225,7 +225,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   if (threadIdx.x == 0) {
     for (int s = 0; s < Stages; ++s) {
       ptx::mbarrier_init(&full[s], 1);
-      ptx::mbarrier_init(&empty[s], consumers / 32);
+      ptx::mbarrier_init(&empty[s], consumers);
     }
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
@@ -235,7 +235,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
     cg::invoke_one(cg::tiled_partition<32>(cg::this_thread_block()), [&] {
       for (std::size_t k = 0; k < mine; ++k) {
         // TODO 7: afterwards batch k is on its way into buffer(k) (issue_batch), and that
-        //         buffer was not refilled before every consumer warp had released the batch
+        //         buffer was not refilled before every consumer had released the batch
         //         it held before, batch k - Stages (the first Stages batches find their
         //         buffers free). On a timed-out wait, stop issuing.
         // BEGIN SOLUTION
@@ -254,16 +254,15 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   for (std::size_t k = 0; k < mine; ++k) {
     // TODO 8: afterwards batch k (in buffer(k)) has landed and is visible to this thread
     //         (leave the loop if the bounded wait timed out), its outputs are computed
-    //         (compute_batch, the consumers sharing the work), and this warp has released
-    //         the buffer once all its lanes finished reading it.
+    //         (compute_batch, the consumers sharing the work), and this thread has released
+    //         the buffer: it has finished reading it.
     // BEGIN SOLUTION
     if (!device::wait_parity_bounded(&full[k % Stages], phase_parity(k / Stages),
                                      kDataNeverArrived)) {
       break;
     }
     compute_batch(buffer(k), out, batch_of_block(k, batch, n), batch, n, threadIdx.x, consumers);
-    __syncwarp();
-    if (threadIdx.x % 32 == 0) (void)ptx::mbarrier_arrive(&empty[k % Stages]);
+    (void)ptx::mbarrier_arrive(&empty[k % Stages]);  // a release: my reads come before the refill
     // END SOLUTION
   }
 #else

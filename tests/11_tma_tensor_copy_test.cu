@@ -625,11 +625,20 @@ TEST_F(GpuTma, MisalignedSwizzledTilesGiveWrongDataSilently) {
   }
 }
 
+/// How the blocks of a cluster get the tile: each loads it, in step; each loads it, out of
+/// step (staggered); or each loads a slice multicast to all.
+enum class Loads { plain, staggered, multicast };
+
+const char* name(Loads loads) {
+  return loads == Loads::plain ? "plain" : loads == Loads::staggered ? "staggered" : "multicast";
+}
+
 class GpuTmaBroadcast : public GpuTma,
-                        public ::testing::WithParamInterface<std::tuple<int, bool>> {};
+                        public ::testing::WithParamInterface<std::tuple<int, Loads>> {};
 
 TEST_P(GpuTmaBroadcast, EveryBlockWritesItsOwnCopy) {
-  const auto [cluster_size, multicast] = GetParam();
+  const auto [cluster_size, loads] = GetParam();
+  const bool multicast = loads == Loads::multicast;
   const std::string todos = multicast ? concerns_todos({1, 3, 6, 7}) : concerns_todos({1, 2, 3});
   for (const Shape& shape : kShapes) {
     Matrices m(shape, 5);
@@ -639,13 +648,13 @@ TEST_P(GpuTmaBroadcast, EveryBlockWritesItsOwnCopy) {
     for (int stages : {1, 4}) {
       for (int clusters : {1, 3, 500}) {
         course::poison(out.data(), out.bytes());
-        tma_tensor_copy::prepare_broadcast(m.in.cspan(), shape, out.span(),
-                                           {cluster_size, multicast, stages}, clusters)(0);
+        tma_tensor_copy::prepare_broadcast(
+            m.in.cspan(), shape, out.span(),
+            {cluster_size, multicast, stages, loads == Loads::staggered}, clusters)(0);
         ASSERT_TRUE(same(expected, out, out.size(),
-                         "broadcast, cluster of " + std::to_string(cluster_size) +
-                             (multicast ? ", multicast, " : ", plain, ") + describe(shape) + ", " +
-                             std::to_string(stages) + " stages, " + std::to_string(clusters) +
-                             " clusters",
+                         "broadcast, cluster of " + std::to_string(cluster_size) + ", " +
+                             name(loads) + ", " + describe(shape) + ", " + std::to_string(stages) +
+                             " stages, " + std::to_string(clusters) + " clusters",
                          todos, {cluster_size, shape, false}));
       }
     }
@@ -653,10 +662,12 @@ TEST_P(GpuTmaBroadcast, EveryBlockWritesItsOwnCopy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Clusters, GpuTmaBroadcast,
-                         ::testing::Combine(::testing::Values(1, 2, 4), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Values(Loads::plain, Loads::staggered,
+                                                              Loads::multicast)),
                          [](const auto& info) {
-                           return "cluster" + std::to_string(std::get<0>(info.param)) +
-                                  (std::get<1>(info.param) ? "_multicast" : "_plain");
+                           return "cluster" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  name(std::get<1>(info.param));
                          });
 
 TEST_F(GpuTma, ClustersFitAndOccupancyIsKnown) {

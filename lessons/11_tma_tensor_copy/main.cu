@@ -44,6 +44,7 @@ struct VariantSpec {
   int cluster_size = 1;
   bool multicast = false;
   bool misaligned = false;
+  bool stagger = false;
 };
 
 std::vector<VariantSpec> variants() {
@@ -56,10 +57,10 @@ std::vector<VariantSpec> variants() {
     v.push_back({std::string("transpose-") + tma_tensor_copy::name(s), Kind::transpose, s});
   }
   for (int c : {2, 4}) {
-    for (bool multicast : {false, true}) {
-      v.push_back({"broadcast-c" + std::to_string(c) + (multicast ? "-multicast" : "-plain"),
-                   Kind::broadcast, Swizzle::none, c, multicast});
-    }
+    const std::string name = "broadcast-c" + std::to_string(c);
+    v.push_back({name + "-plain", Kind::broadcast, Swizzle::none, c, false});
+    v.push_back({name + "-staggered", Kind::broadcast, Swizzle::none, c, false, false, true});
+    v.push_back({name + "-multicast", Kind::broadcast, Swizzle::none, c, true});
   }
   return v;
 }
@@ -85,10 +86,11 @@ int main(int argc, char** argv) {
       "Lesson 11: 2-D tiles through the tensor memory accelerator (sm_90). 'tensor-copy'\n"
       "loads 64 x 64 tiles with cp.async.bulk.tensor and writes them back with the tensor\n"
       "store; 'transpose-<swizzle>' loads 64 x 32 tiles with that shared-memory swizzle and\n"
-      "reads them column-wise; 'broadcast-c<C>-plain|multicast' has every block of a cluster\n"
-      "of C write its own copy of the same tile (out[j] = in + j), each block loading the tile\n"
-      "itself (plain) or one slice multicast to the whole cluster. The matrix is --size x\n"
-      "--size floats (default 8192; --quick: 1021 x 1023).\n"
+      "reads them column-wise; 'broadcast-c<C>-...' has every block of a cluster of C write\n"
+      "its own copy of the same tile (out[j] = in + j): each block loads the tile itself, in\n"
+      "step with its peers (plain) or out of step (staggered), or each loads one slice\n"
+      "multicast to the whole cluster. The matrix is --size x --size floats (default 8192;\n"
+      "--quick: 1021 x 1023).\n"
       "'transpose-128B-misaligned' is DELIBERATELY BROKEN (tiles 128 bytes off the 1024-byte\n"
       "alignment the 128-byte swizzle needs: wrong data, no error): it never runs unless\n"
       "--variant names it.");
@@ -198,7 +200,8 @@ int main(int argc, char** argv) {
         what += ", " + std::to_string(launch_shape.blocks) + " blocks";
 #endif
       } else {
-        const tma_tensor_copy::BroadcastConfig config{spec.cluster_size, spec.multicast, stages};
+        const tma_tensor_copy::BroadcastConfig config{spec.cluster_size, spec.multicast, stages,
+                                                      spec.stagger};
         const int clusters = tma_tensor_copy::broadcast_max_active_clusters(config);
         if (clusters < 1) throw std::runtime_error(spec.name + ": no cluster fits on this GPU");
         run = tma_tensor_copy::prepare_broadcast(in.cspan(), shape, out.span(), config, clusters);
@@ -207,7 +210,9 @@ int main(int argc, char** argv) {
             tma_tensor_copy::broadcast_reference(host_in, shape, spec.cluster_size, poisoned);
         bytes = (1.0 + spec.cluster_size) * matrix_bytes;  // the input once, C copies written
         what = std::to_string(clusters) + " clusters of " + std::to_string(spec.cluster_size) +
-               (spec.multicast ? ", each tile multicast in slices" : ", each block loads the tile");
+               (spec.multicast ? ", each tile multicast in slices"
+                : spec.stagger ? ", each block loads the tile, blocks out of step"
+                               : ", each block loads the tile, blocks in step");
       }
       std::cout << "  " << spec.name << ": " << what << "\n";
       const std::string name = spec.name;

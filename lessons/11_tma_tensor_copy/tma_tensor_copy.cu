@@ -184,12 +184,14 @@ __global__ void __launch_bounds__(kTransposeThreads)
 }
 
 /// Cluster c (of C blocks) handles tiles c, c + clusters, ...; the block of rank j writes
-/// out[j] = in + j for each. Every block needs the whole tile.
+/// out[j] = in + j for each. Every block needs the whole tile. With `stagger` (plain loads
+/// only) block j starts 1/C of the way into the cluster's tiles, so the blocks of a cluster
+/// never ask for the same tile at the same moment.
 __global__ void __launch_bounds__(kBroadcastThreads)
     broadcast_kernel(const __grid_constant__ CUtensorMap tile_map,
                      const __grid_constant__ CUtensorMap slice_map,
                      const __grid_constant__ CUtensorMap out_map, int tiles_x, int tiles,
-                     int stages, bool multicast) {
+                     int stages, bool multicast, bool stagger) {
 #if __CUDA_ARCH__ >= 900
   constexpr int kElements = kBroadcastTileRows * kBroadcastTileCols;
   constexpr std::uint32_t kTileBytes = kElements * sizeof(float);
@@ -210,8 +212,9 @@ __global__ void __launch_bounds__(kBroadcastThreads)
   __syncthreads();
 
   const int mine = tiles > cluster_id ? (tiles - 1 - cluster_id) / clusters + 1 : 0;
+  const int shift = stagger && !multicast ? rank * ((mine + cluster_size - 1) / cluster_size) : 0;
   auto origin = [&](int k, int& row0, int& col0) {
-    const int t = cluster_id + k * clusters;
+    const int t = cluster_id + (k + shift) % mine * clusters;
     row0 = t / tiles_x * kBroadcastTileRows;
     col0 = t % tiles_x * kBroadcastTileCols;
   };

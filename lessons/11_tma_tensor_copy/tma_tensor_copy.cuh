@@ -132,10 +132,14 @@ course::Launch prepare_transpose(cuda::std::span<const float> in, Shape in_shape
 struct BroadcastConfig {
   int cluster_size = 2;  ///< 1, 2 or 4 blocks per cluster
   /// true: block j loads rows [j * 64 / C, (j + 1) * 64 / C) of the tile and multicasts them
-  /// into every block of the cluster (each tile read from L2 once); false: every block loads
-  /// the whole tile itself (read C times).
+  /// into every block of the cluster (each tile requested from L2 once); false: every block
+  /// loads the whole tile itself (requested C times).
   bool multicast = true;
   int stages = 4;
+  /// Without multicast only: block j walks the cluster's tiles starting 1/C of the way in,
+  /// so the C requests for one tile reach the memory system at different times (the blocks
+  /// of a cluster otherwise run in step and ask for each tile together).
+  bool stagger = false;
 };
 
 inline constexpr int kBroadcastTileRows = 64;

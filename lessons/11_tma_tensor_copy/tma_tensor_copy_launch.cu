@@ -330,7 +330,7 @@ course::Launch prepare_broadcast(cuda::std::span<const float> in, Shape shape,
     cudaLaunchAttribute attribute{};
     const cudaLaunchConfig_t launch = cluster_launch_config(c, grid_clusters, &attribute, stream);
     COURSE_CHECK(cudaLaunchKernelEx(&launch, broadcast_kernel, tile_map, slice_map, out_map,
-                                    tiles_x, tiles, c.stages, c.multicast));
+                                    tiles_x, tiles, c.stages, c.multicast, c.stagger));
     COURSE_CHECK_LAUNCH();
   };
 }

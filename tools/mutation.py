@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -187,9 +188,12 @@ def run(args: argparse.Namespace) -> int:
             return 2
         programs[target] = output
 
+    # The PTX and SASS tests read the kernels' object file: point them at the mutant's, or
+    # they would check the solution's instructions instead (tests/support: kernels_object_path).
+    env = dict(os.environ, COURSE_KERNELS_OBJECT=str(mutant_object))
     try:
         proc = subprocess.run([str(programs[args.test_target]), "--gtest_brief=1"],
-                              capture_output=True, text=True, timeout=TEST_TIMEOUT)
+                              capture_output=True, text=True, timeout=TEST_TIMEOUT, env=env)
     except subprocess.TimeoutExpired:
         print(f"CAUGHT: {what}: by the tests (they time out after {TEST_TIMEOUT} s: a hang)")
         return 0

@@ -129,6 +129,10 @@ def measure(ncu: str, metric: str, kernel: str, command: list[str]) -> float:
         raise RuntimeError(f"ncu or the program failed (exit {result.returncode}):\n{output[-4000:]}")
     values = metric_values(result.stdout, metric)
     if not values:
+        header = next(csv.reader(io.StringIO(_csv_part(result.stdout))), [])
+        if header and metric not in header and "Metric Name" not in header:
+            raise RuntimeError(f"ncu reported no column {metric}: not a metric of this GPU or "
+                               f"this ncu? (ncu_compare.py takes one metric per run)")
         raise RuntimeError(f"ncu profiled no launch matching {kernel!r} with {metric}:\n"
                            f"{output[-4000:]}")
     return sum(values) / len(values)

@@ -6,11 +6,11 @@
 
 The CSVs are those tools/ncu_compare.py writes (`--csv`), one metric each, with the
 columns run,metric,value: the L09.profile.l1_access_ca4_vs_cg16 and
-L09.profile.l1_bypass_ca4_vs_cg16 tests write 09_l1_access.csv and 09_l1_bypass.csv in the
+L09.profile.l2_reads_ca4_vs_cg16 tests write 09_l1_access.csv and 09_l2_reads.csv in the
 lesson's build folder, from Nsight Compute's counters
 l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum (sectors of LDGSTS that
-went through the L1 cache) and ..._cache_bypass.sum (sectors that bypassed it). The
-picture has one group of bars per run (ca4, cg16), one bar per metric, in sectors.
+went through the L1 cache) and lts__t_sectors_srcunit_tex_op_read.sum (sectors read from
+L2). The picture has one group of bars per run (ca4, cg16), one bar per metric, in sectors.
 
 --self-test plots a small synthetic pair of CSVs in a temporary folder and checks the
 parsing and that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is
@@ -88,18 +88,18 @@ def self_test():
         return 77
     with tempfile.TemporaryDirectory() as folder:
         base = pathlib.Path(folder)
-        access, bypass = base / "09_l1_access.csv", base / "09_l1_bypass.csv"
+        access, bypass = base / "09_l1_access.csv", base / "09_l2_reads.csv"
         access.write_text("run,metric,value\nca4,%scache_access.sum,524288\n"
                           "cg16,%scache_access.sum,0\n" % (PREFIX, PREFIX), encoding="utf-8")
-        bypass.write_text("run,metric,value\nca4,%scache_bypass.sum,0\n"
-                          "cg16,%scache_bypass.sum,524288\n" % (PREFIX, PREFIX),
+        bypass.write_text("run,metric,value\nca4,lts__t_sectors_srcunit_tex_op_read.sum,524800\n"
+                          "cg16,lts__t_sectors_srcunit_tex_op_read.sum,524544\n",
                           encoding="utf-8")
         data = read_csvs([access, bypass])
         assert data["runs"] == ["ca4", "cg16"], data
-        assert data["metrics"] == ["cache_access", "cache_bypass"], data
+        assert data["metrics"] == ["cache_access", "lts__t_sectors_srcunit_tex_op_read"], data
         assert data["values"][("ca4", "cache_access")] == 524288
         assert data["values"][("cg16", "cache_access")] == 0
-        assert data["values"][("cg16", "cache_bypass")] == 524288
+        assert data["values"][("cg16", "lts__t_sectors_srcunit_tex_op_read")] == 524544
         bad = base / "bad.csv"
         bad.write_text("run,value\nca4,1\n", encoding="utf-8")
         try:

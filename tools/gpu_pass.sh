@@ -77,7 +77,7 @@ if wanted profile; then
   step "profile" profile.log 240 ctest --test-dir "$build" --output-on-failure \
     --output-junit "$out/junit-profile.xml" -L '^profile$' -j 2
   find "$build" -name '*.csv' -size -64k -print0 2>/dev/null | while IFS= read -r -d '' csv; do
-    [ "$(head -n 1 "$csv")" = "run,metric,value" ] && cp "$csv" "$out/"
+    [ "$(head -n 1 "$csv" | tr -d '\r')" = "run,metric,value" ] && cp "$csv" "$out/"
   done
 fi
 

@@ -211,7 +211,7 @@ def main(argv: list[str]) -> int:
         return 1
     if args.csv:
         with open(args.csv, "w", newline="") as out:
-            writer = csv.writer(out)
+            writer = csv.writer(out, lineterminator="\n")
             writer.writerow(["run", "metric", "value"])
             for name, value in values.items():
                 writer.writerow([name, args.metric, f"{value:.6g}"])

@@ -54,6 +54,13 @@ def read_csvs(paths):
     return {"runs": runs, "metrics": metrics, "values": values}
 
 
+# What each counter means, for the legend (others keep their own name).
+LABELS = {
+    "cache_access": "LDGSTS sectors through the L1 cache",
+    "lts__t_sectors_srcunit_tex_op_read": "sectors read from L2",
+}
+
+
 def plot(data, out, title):
     import matplotlib
 
@@ -66,13 +73,13 @@ def plot(data, out, title):
     for m, metric in enumerate(metrics):
         xs = [r + (m - (len(metrics) - 1) / 2) * width for r in range(len(runs))]
         ys = [data["values"].get((run, metric), 0.0) for run in runs]
-        bars = ax.bar(xs, ys, width, label=metric.replace("_", " "))
+        bars = ax.bar(xs, ys, width, label=LABELS.get(metric, metric))
         for bar, y in zip(bars, ys):
             ax.annotate(f"{y:,.0f}", (bar.get_x() + bar.get_width() / 2, y), ha="center",
                         va="bottom", fontsize=8)
     ax.set_xticks(range(len(runs)))
     ax.set_xticklabels(runs)
-    ax.set_ylabel("L1 sectors of cp.async (LDGSTS), one launch")
+    ax.set_ylabel("32-byte sectors, one launch (ncu)")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()

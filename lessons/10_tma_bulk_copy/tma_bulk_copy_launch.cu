@@ -151,21 +151,7 @@ int max_blocks_per_sm(const Config& config, int threads_per_block) {
   const Kernel kernel = kernel_for(config);
   const std::size_t shared = shared_bytes(config, threads_per_block);
   const int threads = block_threads(config, threads_per_block);
-  int max_shared = 0;
-  int device = 0;
-  COURSE_CHECK(cudaGetDevice(&device));
-  COURSE_CHECK(
-      cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  // The mbarriers are static shared memory and count against the limit.
-  cudaFuncAttributes attributes{};
-  COURSE_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  if (shared + attributes.sharedSizeBytes > static_cast<std::size_t>(max_shared)) return 0;
-  // The occupancy calculator only counts shared memory the kernel may use: opt in first.
-  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
-  int blocks = 0;
-  COURSE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, shared));
-  return blocks;
+  return course::max_resident_blocks(reinterpret_cast<const void*>(kernel), threads, shared);
 }
 
 course::Launch prepare_bulk_copy(const void* src, void* dst, std::size_t bytes, Barrier barrier,

@@ -93,11 +93,7 @@ void require_hopper(const char* where) {
 }
 
 int blocks_per_sm(const void* kernel, int threads, std::size_t shared) {
-  COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
-  int blocks = 0;
-  COURSE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, shared));
-  return blocks;
+  return course::max_resident_blocks(kernel, threads, shared);
 }
 
 using TransposeKernel = void (*)(CUtensorMap, float*, int, int, long long, int, int, int, int);

@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
                              }};
     };
 
-    // ---- the multi-stage workload, every variant at full occupancy ----
+    // ---- the multi-stage workload, every variant with as many blocks per SM as fit ----
     if (wants(kLesson06)) {
       const pipeline_multi_stage::Config config{pipeline_multi_stage::Interface::primitives, stages,
                                                 kVectorsPerThread};

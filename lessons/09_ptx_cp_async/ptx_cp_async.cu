@@ -85,7 +85,7 @@ __device__ void start_batch(uint4* buffer, const std::uint32_t* in, std::size_t 
   //         them, with the form's cache operator and prefetch size. In the partial last
   //         batch a piece past the data is zero-filled without being read (ignore-src, its
   //         source the batch start) and the piece the data ends in goes through
-  //         copy_last_piece. Then the copies are closed: groups forms commit one group,
+  //         copy_last_piece. Then the copies are closed: group forms commit one group,
   //         batch or no batch (every thread the same count); mbarrier forms make `bar`
   //         track them, only if k < mine (cg16_mbarrier adds an ordinary arrival).
   (void)buffer; (void)in; (void)k; (void)mine; (void)batch; (void)n;
@@ -97,7 +97,7 @@ template <Form F, int Stages>
 __device__ void wait_for_batch(std::uint64_t* barriers, std::size_t k) {
   // TODO 7: afterwards batch k is in shared memory and visible to every thread of the
   //         block, and every thread has finished computing batch k - 1, whose buffer (and
-  //         barrier) is reused next. Groups forms: this thread's newest
+  //         barrier) is reused next. Group forms: this thread's newest
   //         groups_allowed_pending(Stages - 1) groups may still be pending. mbarrier forms:
   //         barrier k % Stages completes a phase per use; batch_parity() gives its parity.
   (void)barriers; (void)k;

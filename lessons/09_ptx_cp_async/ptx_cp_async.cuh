@@ -12,8 +12,7 @@
 ///    cp.async groups (commit_group / wait_group N) or through an mbarrier
 ///    (cp.async.mbarrier.arrive, with or without .noinc);
 ///  - the tail workload: many short rows of an awkward length, each ending in a partial
-///    16-byte chunk, copied with an `if` around every copy or branch-free with src-size and
-///    ignore-src;
+///    16-byte chunk, copied with an `if` around every copy or branch-free with src-size;
 ///  - the cache workload: a reused lookup table beside a streamed input larger than L2,
 ///    copied plainly or with L2 cache policies (createpolicy + .L2::cache_hint).
 #pragma once
@@ -99,8 +98,8 @@ __host__ __device__ constexpr bool uses_mbarrier(Form form) {
 inline constexpr int kMinStages = 2;
 inline constexpr int kMaxStages = 8;
 
-/// What one launch of the multi-stage kernel does. Default-constructed: the best variant of
-/// the driver's table (16-byte cp.async.cg, groups, 4 stages of 16 KB batches).
+/// What one launch of the multi-stage kernel does. Default-constructed: the driver's headline
+/// variant (16-byte cp.async.cg, groups, 4 stages of 16 KB batches).
 struct Config {
   Form form = Form::cg16;
   int stages = 4;
@@ -172,7 +171,7 @@ enum class TailCopy {
   /// the partial one an `if` per word (a 4-byte copy inside the row, a zero store past it).
   if_wrapped,
   /// "tail-src-size": every chunk is one 16-byte copy; src-size says how many bytes are
-  /// real and the copy zero-fills the rest, ignore-src zero-fills the rows past the end.
+  /// real (0 for a row past the last) and the copy zero-fills the rest.
   src_size,
 };
 

@@ -88,8 +88,9 @@ __device__ void compute_and_store(const std::uint32_t* staged, std::uint32_t* re
   // TODO 5: afterwards the batch's whole 16-byte chunks of `source` are on their way to
   //         out + b.first by one bulk store, committed as a bulk group, and it reads what
   //         every thread wrote into `results`: those were ordinary (generic-proxy) writes,
-  //         and the store reads through the async proxy. (ProxyFence is false only in the
-  //         DELIBERATELY BROKEN variant.) The 0-3 leftover elements go by plain stores.
+  //         and the store reads through the async proxy. (ProxyFence is false where no
+  //         thread wrote `source`, the plain copies, and in the DELIBERATELY BROKEN
+  //         variant.) The 0-3 leftover elements go by plain stores.
   // BEGIN SOLUTION
   if constexpr (ProxyFence) ptx::fence_proxy_async(ptx::space_shared);
   __syncthreads();

@@ -77,8 +77,8 @@ __device__ inline void store_box(const CUtensorMap* map, const void* smem,
 template <Swizzle S>
 __device__ constexpr std::uint32_t swizzled(std::uint32_t offset) {
   // TODO 4: the swizzled position of `offset`. The swizzle permutes the 16-byte chunks
-  //         inside each span-wide row: the chunk index (bits 4 and up, as many bits as the
-  //         span has chunks: 1, 2 or 3) is XORed with the same number of bits taken from
+  //         inside each span-wide row: the chunk index (bits 4 and up: 1, 2 or 3 bits, enough to
+  //         number the span's 2, 4 or 8 chunks) is XORed with the same number of bits taken from
   //         bit 7 of the offset up. Without swizzle the offset stays.
   // BEGIN SOLUTION
   constexpr std::uint32_t chunks = swizzle_span_bytes(S) / 16;  // 0, 2, 4, 8

@@ -45,6 +45,19 @@ void require_compute_capability(const DeviceSummary& device, ComputeCapability r
   }
 }
 
+void require_current_device(ComputeCapability required, const std::string& where,
+                            const std::string& why) {
+  int device = 0;
+  ComputeCapability cc;
+  COURSE_CHECK(cudaGetDevice(&device));
+  COURSE_CHECK(cudaDeviceGetAttribute(&cc.major, cudaDevAttrComputeCapabilityMajor, device));
+  COURSE_CHECK(cudaDeviceGetAttribute(&cc.minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (!(cc >= required)) {
+    throw NoDevice(where + ": " + why + " need compute capability " + required.str() +
+                   " or newer; this device has " + cc.str());
+  }
+}
+
 const std::vector<LessonEntry>& lesson_catalog() {
   static const std::vector<LessonEntry> catalog = {
 #include "lesson_catalog.inc"

@@ -75,10 +75,7 @@ struct Config {
 };
 
 /// Whether `vectors_per_thread` is one the launcher accepts: 1, 2, 4 or 8.
-__host__ __device__ constexpr bool valid_vectors_per_thread(int vectors_per_thread) {
-  return vectors_per_thread == 1 || vectors_per_thread == 2 || vectors_per_thread == 4 ||
-         vectors_per_thread == 8;
-}
+using course::batches::valid_vectors_per_thread;
 
 /// How the input is cut into batches and a block's batches found: lesson 01's scheme,
 /// from course/batches.cuh. batch_elements(threads, vectors) is threads x vectors x 4

@@ -56,17 +56,11 @@ void require_valid_config(const Config& config, int threads_per_block) {
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
                                         LaunchShape shape) {
-  course::require(
-      in.size() == out.size(), kWhere,
-      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
+  course::require_copy_launch(kWhere, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   require_valid_config(config, shape.threads_per_block);
-  course::require(shape.blocks >= 1, kWhere,
-                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
-  course::require(reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0 &&
-                      reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0,
-                  kWhere,
-                  "16-byte copies (aligned_size_t<16>, __pipeline_memcpy_async(..., 16)) need "
-                  "both arrays 16-byte aligned");
+  course::require_16_byte_aligned(
+      kWhere, in.data(), out.data(),
+      "16-byte copies (aligned_size_t<16>, __pipeline_memcpy_async(..., 16))");
   if (in.empty()) return [](cudaStream_t) {};
 
   const Kernel kernel = kernel_for(config);

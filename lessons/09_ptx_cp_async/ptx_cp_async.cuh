@@ -112,10 +112,7 @@ struct Config {
 inline const char* name(const Config& config) { return name(config.form); }
 
 /// Whether `vectors_per_thread` is one the launcher accepts: 1, 2, 4 or 8.
-__host__ __device__ constexpr bool valid_vectors_per_thread(int vectors_per_thread) {
-  return vectors_per_thread == 1 || vectors_per_thread == 2 || vectors_per_thread == 4 ||
-         vectors_per_thread == 8;
-}
+using course::batches::valid_vectors_per_thread;
 
 /// Batches, as in lessons 01-08 (course/batches.cuh).
 using course::batches::batch_count;

@@ -69,21 +69,14 @@ void require_valid_config(const Config& config, int threads_per_block) {
           std::to_string(threads_per_block));
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 }  // namespace
 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
                                         LaunchShape shape) {
-  course::require(
-      in.size() == out.size(), kWhere,
-      "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
+  course::require_copy_launch(kWhere, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   require_valid_config(config, shape.threads_per_block);
-  course::require(shape.blocks >= 1, kWhere,
-                  "blocks must be >= 1, got " + std::to_string(shape.blocks));
-  course::require(aligned16(in.data()) && aligned16(out.data()), kWhere,
-                  "cp.async of 16 bytes needs both arrays 16-byte aligned");
+  course::require_16_byte_aligned(kWhere, in.data(), out.data(), "cp.async of 16 bytes");
   if (in.empty()) return [](cudaStream_t) {};
 
   const Kernel kernel = kernel_for(config);
@@ -142,8 +135,7 @@ course::Launch prepare_tail(cuda::std::span<const std::uint32_t> in,
                       std::to_string(in.size()) + " and " + std::to_string(out.size()));
   course::require(copy == TailCopy::if_wrapped || copy == TailCopy::src_size, where,
                   "unknown tail copy");
-  course::require(aligned16(in.data()) && aligned16(out.data()), where,
-                  "16-byte copies need both arrays 16-byte aligned");
+  course::require_16_byte_aligned(where, in.data(), out.data(), "16-byte copies");
   if (shape.rows == 0) return [](cudaStream_t) {};
   const std::size_t tiles =
       (shape.rows + rows_per_tile(shape.length) - 1) / rows_per_tile(shape.length);
@@ -183,8 +175,9 @@ course::Launch prepare_cache(cuda::std::span<const std::uint32_t> stream,
                       ", got " + std::to_string(table.size()));
   course::require(policy == CachePolicy::plain || policy == CachePolicy::hinted, where,
                   "unknown cache policy");
-  course::require(aligned16(stream.data()) && aligned16(table.data()) && aligned16(out.data()),
-                  where, "16-byte copies need all three arrays 16-byte aligned");
+  course::require_16_byte_aligned(where, stream.data(), out.data(), "16-byte copies");
+  course::require(reinterpret_cast<std::uintptr_t>(table.data()) % 16 == 0, where,
+                  "16-byte copies: the table must be 16-byte aligned");
   const std::size_t blocks = stream.size() / kCacheBatch;
   course::require(blocks <= 0x7fffffffu, where, "too many batches for one grid");
   if (blocks == 0) return [](cudaStream_t) {};
@@ -211,7 +204,7 @@ void probe_copy(const std::uint8_t* src, std::uint8_t* dst, ProbeForm form, unsi
   course::require(
       f < 4 || f >= 8 || operand <= size, where,
       "src-size " + std::to_string(operand) + " is above the cp-size " + std::to_string(size));
-  course::require(aligned16(src) && aligned16(dst), where, "src and dst must be 16-byte aligned");
+  course::require_16_byte_aligned(where, src, dst, "the probe's copies");
   using Probe = void (*)(const std::uint8_t*, std::uint8_t*, unsigned);
   constexpr Probe kProbes[] = {
       probe_kernel<ProbeForm::ca4>,           probe_kernel<ProbeForm::ca8>,

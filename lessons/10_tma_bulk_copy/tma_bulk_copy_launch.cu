@@ -8,6 +8,7 @@
 #include <string>
 
 #include "course/check.h"
+#include "course/device.h"
 #include "course/launch.h"
 #include "tma_bulk_copy.cuh"
 #include "tma_bulk_copy_device.cuh"
@@ -62,27 +63,6 @@ void require_valid_config(const Config& config, int threads_per_block) {
   require_threads(threads_per_block, kWhere);
 }
 
-void require_16_byte_aligned(const void* p, const char* what, const char* where) {
-  course::require(reinterpret_cast<std::uintptr_t>(p) % 16 == 0, where,
-                  std::string(what) +
-                      " is not 16-byte aligned: cp.async.bulk needs 16-byte aligned global "
-                      "and shared addresses");
-}
-
-/// Throws std::runtime_error unless the current device has compute capability 9.0+.
-void require_sm90(const char* where) {
-  int device = 0;
-  int major = 0;
-  COURSE_CHECK(cudaGetDevice(&device));
-  COURSE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (major < 9) {
-    throw std::runtime_error(std::string(where) +
-                             ": cp.async.bulk and mbarrier transaction counts need compute "
-                             "capability 9.0 or newer; this device has " +
-                             std::to_string(major) + ".x");
-  }
-}
-
 /// Opts the kernel in to `shared` bytes of dynamic shared memory and returns the launch.
 course::Launch launch_of(Kernel kernel, const std::uint32_t* src, std::uint32_t* dst, std::size_t n,
                          int vectors, LaunchShape shape, int threads, std::size_t shared) {
@@ -132,10 +112,10 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   require_valid_config(config, shape.threads_per_block);
   course::require(shape.blocks >= 1, kWhere,
                   "blocks must be >= 1, got " + std::to_string(shape.blocks));
-  require_16_byte_aligned(in.data(), "in", kWhere);
-  require_16_byte_aligned(out.data(), "out", kWhere);
+  course::require_16_byte_aligned(kWhere, in.data(), out.data(),
+                                  "cp.async.bulk reads and writes 16-byte aligned addresses");
   if (in.empty()) return [](cudaStream_t) {};
-  require_sm90(kWhere);
+  course::require_current_device({9, 0}, kWhere, "cp.async.bulk and mbarrier transaction counts");
   return launch_of(kernel_for(config), in.data(), out.data(), in.size(), config.vectors_per_thread,
                    shape, block_threads(config, shape.threads_per_block),
                    shared_bytes(config, shape.threads_per_block));
@@ -159,8 +139,8 @@ course::Launch prepare_bulk_copy(const void* src, void* dst, std::size_t bytes, 
   course::require(bytes % 16 == 0, kWhereCopy,
                   "bytes must be a multiple of 16 (a bulk copy moves whole 16-byte chunks), got " +
                       std::to_string(bytes));
-  require_16_byte_aligned(src, "src", kWhereCopy);
-  require_16_byte_aligned(dst, "dst", kWhereCopy);
+  course::require_16_byte_aligned(kWhereCopy, src, dst,
+                                  "cp.async.bulk reads and writes 16-byte aligned addresses");
   course::require(barrier == Barrier::ptx || barrier == Barrier::cuda_barrier, kWhereCopy,
                   "unknown barrier flavour");
   require_threads(shape.threads_per_block, kWhereCopy);
@@ -170,7 +150,8 @@ course::Launch prepare_bulk_copy(const void* src, void* dst, std::size_t bytes, 
       valid_vectors_per_thread(vectors_per_thread), kWhereCopy,
       "vectors_per_thread must be 1, 2, 4 or 8, got " + std::to_string(vectors_per_thread));
   if (bytes == 0) return [](cudaStream_t) {};
-  require_sm90(kWhereCopy);
+  course::require_current_device({9, 0}, kWhereCopy,
+                                 "cp.async.bulk and mbarrier transaction counts");
   const Kernel kernel = barrier == Barrier::ptx ? single_ptx_kernel<Variant::single_ptx, false>
                                                 : single_barrier_kernel<false>;
   // One buffer: the chunk is stored from where it landed.

@@ -2,7 +2,8 @@
 // shared-memory attributes, the cluster launch, the wait-timeout report, and the small
 // kernel the out-of-bounds tests use to see a tile as it landed in shared memory. Read-only: the
 // build compiles this file in one unit with tma_tensor_copy.cu (yours, and separately the
-// solution's), so it sees the kernels there.
+// solution's), so it sees the kernels there; the tile copy kernel is in
+// tma_tensor_copy_tile_copy.cuh.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "course/check.h"
+#include "course/device.h"
 #include "course/launch.h"
 #include "tma_tensor_copy.cuh"
+#include "tma_tensor_copy_tile_copy.cuh"
 
 namespace tma_tensor_copy {
 
@@ -78,20 +81,6 @@ void require_map(const TensorMapSpec& spec, const char* where, const std::string
   course::require(problem.empty(), where, what + ": " + problem);
 }
 
-/// The kernels need the tensor memory accelerator: compute capability 9.0.
-void require_hopper(const char* where) {
-  int device = 0;
-  int major = 0;
-  COURSE_CHECK(cudaGetDevice(&device));
-  COURSE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (major < 9) {
-    throw std::runtime_error(std::string(where) +
-                             ": tensor copies need compute capability 9.0 (Hopper) or newer; "
-                             "this device has " +
-                             std::to_string(major) + ".x");
-  }
-}
-
 int blocks_per_sm(const void* kernel, int threads, std::size_t shared) {
   return course::max_resident_blocks(kernel, threads, shared);
 }
@@ -140,7 +129,7 @@ course::Launch prepare_tile_copy(cuda::std::span<const float> in, cuda::std::spa
                   Swizzle::none, config.fill);
   require_map(in_spec, kWhere, "input tensor map");
   require_map(out_spec, kWhere, "output tensor map");
-  require_hopper(kWhere);
+  course::require_current_device({9, 0}, kWhere, "tensor copies (the TMA)");
 
   const CUtensorMap in_map = encode_tensor_map(in_spec, kWhere);
   const CUtensorMap out_map = encode_tensor_map(out_spec, kWhere);
@@ -170,7 +159,7 @@ course::Launch prepare_dump_tiles(cuda::std::span<const float> in, Shape shape, 
   require_map(spec, kWhere, "input tensor map");
   const std::size_t tiles = tile_count(shape, box_rows, box_cols);
   require_span(tiles_out.size(), tiles * box_rows * box_cols, kWhere, "tiles");
-  require_hopper(kWhere);
+  course::require_current_device({9, 0}, kWhere, "tensor copies (the TMA)");
 
   const CUtensorMap map = encode_tensor_map(spec, kWhere);
   const std::size_t shared = static_cast<std::size_t>(box_rows) * box_cols * 4 + 128;
@@ -218,7 +207,7 @@ course::Launch prepare_transpose(cuda::std::span<const float> in, Shape in_shape
       matrix_spec(in.data(), in_shape.rows, in_shape.cols, in_shape.ld, kTransposeTileRows,
                   transpose_box_cols(config.swizzle), config.swizzle, OobFill::zero);
   require_map(spec, kWhere, "input tensor map");
-  require_hopper(kWhere);
+  course::require_current_device({9, 0}, kWhere, "tensor copies (the TMA)");
 
   const CUtensorMap map = encode_tensor_map(spec, kWhere);
   const TransposeKernel kernel = transpose_kernel_for(config.swizzle);
@@ -311,7 +300,7 @@ course::Launch prepare_broadcast(cuda::std::span<const float> in, Shape shape,
   require_map(tile_spec, kWhere, "tile tensor map");
   require_map(slice_spec, kWhere, "slice tensor map");
   require_map(out_spec, kWhere, "output tensor map");
-  require_hopper(kWhere);
+  course::require_current_device({9, 0}, kWhere, "tensor copies (the TMA)");
 
   const CUtensorMap tile_map = encode_tensor_map(tile_spec, kWhere);
   const CUtensorMap slice_map = encode_tensor_map(slice_spec, kWhere);

@@ -11,8 +11,8 @@
 ///   block b of a grid of g blocks owns batches b, b + g, b + 2g, ...
 #pragma once
 
-#include <cuda_runtime.h>
 #include <cuda_pipeline_primitives.h>
+#include <cuda_runtime.h>
 #include <cuda/ptx>
 
 #include <cstddef>
@@ -27,6 +27,13 @@ namespace course::batches {
 /// partner (course/workload.h) of a full batch lies in the same batch.
 __host__ __device__ constexpr std::size_t batch_elements(int threads, int vectors_per_thread) {
   return static_cast<std::size_t>(threads) * static_cast<std::size_t>(vectors_per_thread) * 4;
+}
+
+/// Whether a launcher accepts `vectors_per_thread` 16-byte vectors per thread and batch:
+/// 1, 2, 4 or 8 (lessons 06-10 let the driver sweep this granularity).
+__host__ __device__ constexpr bool valid_vectors_per_thread(int vectors_per_thread) {
+  return vectors_per_thread == 1 || vectors_per_thread == 2 || vectors_per_thread == 4 ||
+         vectors_per_thread == 8;
 }
 
 /// Batches of `batch` elements in an input of `n` elements (the last may be partial).

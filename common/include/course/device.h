@@ -46,6 +46,12 @@ DeviceSummary open_device(int ordinal);
 void require_compute_capability(const DeviceSummary& device, ComputeCapability required,
                                 const std::string& why);
 
+/// Throws NoDevice ("<where>: <why> need compute capability <required> or newer; this
+/// device has ...") unless the current device (cudaGetDevice) has at least `required`.
+/// Launchers of sm_90-only kernels call it before they launch.
+void require_current_device(ComputeCapability required, const std::string& where,
+                            const std::string& why);
+
 /// One lesson of the course map (generated from lessons/catalog.json).
 struct LessonEntry {
   const char* number;

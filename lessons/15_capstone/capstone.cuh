@@ -1,0 +1,184 @@
+/// \file capstone.cuh
+/// \brief Lesson 15 (capstone): a single-precision GEMM, C = alpha A B + beta C, climbed
+/// rung by rung from shared-memory tiling to a multi-stage cp.async pipeline, and checked
+/// against cuBLAS.
+///
+/// The API the driver (main.cu) and the tests call. The kernels live in capstone.cu (the
+/// student's file: the starter in lessons/, the complete version in solutions/); the small
+/// device helpers they share in capstone_device.cuh; the launchers and the cuBLAS reference
+/// in capstone_launch.cu (read-only).
+///
+/// Every matrix is row-major and dense: A is m x k (leading dimension k), B is k x n
+/// (leading dimension n), C is m x n (leading dimension n). All arithmetic is fp32 fused
+/// multiply-add on the CUDA cores: no tensor cores, no TF32.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cuda/std/span>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "course/data.h"
+#include "course/launch.h"
+
+namespace capstone {
+
+/// The rungs of the ladder, each one kernel that adds one idea to the rung before it.
+enum class Rung {
+  smem_tiled = 1,  ///< "1-smem": 32 x 32 tiles staged through registers into shared memory
+  register_blocked = 2,  ///< "2-regblock": 128 x 128 tiles, an 8 x 8 micro-tile per thread, float4
+  warp_tiled = 3,  ///< "3-warptile": each warp owns a 64 x 32 slab; double-buffered shared tiles
+  cp_async = 4,    ///< "4-cp-async": tiles land through a multi-stage cp.async pipeline
+};
+
+/// Every rung, in ladder order.
+inline constexpr Rung kRungs[] = {Rung::smem_tiled, Rung::register_blocked, Rung::warp_tiled,
+                                  Rung::cp_async};
+
+/// The variant name of a rung: "1-smem", "2-regblock", "3-warptile", "4-cp-async".
+inline const char* name(Rung rung) {
+  switch (rung) {
+    case Rung::smem_tiled:
+      return "1-smem";
+    case Rung::register_blocked:
+      return "2-regblock";
+    case Rung::warp_tiled:
+      return "3-warptile";
+    case Rung::cp_async:
+      return "4-cp-async";
+  }
+  return "?";
+}
+
+/// The problem size: C is m x n, the inner dimension is k.
+struct GemmShape {
+  int m = 0;
+  int n = 0;
+  int k = 0;
+};
+
+/// Floating-point operations of one GEMM: 2 m n k (one multiply and one add per term).
+/// The beta C term is not counted, as cuBLAS and every GEMM benchmark do.
+inline double flops(GemmShape s) {
+  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+}
+
+/// "4096x4096x4096" (m x n x k).
+inline std::string to_string(GemmShape s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+// ---- Tile geometry, shared by the kernels, the launchers and the tests -------------------
+
+/// Rung 1: a 32 x 32 tile of C per block of 32 x 32 threads, one element per thread.
+inline constexpr int kSmemTile = 32;
+
+/// Rungs 2-4: a 128 x 128 tile of C per block of 256 threads, an 8 x 8 micro-tile each.
+inline constexpr int kBlockM = 128;
+inline constexpr int kBlockN = 128;
+inline constexpr int kThreads = 256;
+inline constexpr int kMicroM = 8;
+inline constexpr int kMicroN = 8;
+/// The k-depth of one shared tile: 8 for rungs 2 and 3, 16 for the cp.async rung.
+inline constexpr int kBlockK = 8;
+inline constexpr int kAsyncBlockK = 16;
+/// Rung 3 and 4's warp layout: 2 x 4 warps, each a 64 x 32 slab of the block tile, walked in
+/// 2 x 2 sub-tiles of 32 x 16 (8 x 4 lanes, a 4 x 4 piece each).
+inline constexpr int kWarpM = 64;
+inline constexpr int kWarpN = 32;
+
+/// Stage counts the cp.async rung is compiled for (wait_group's immediate is Stages - 2).
+inline constexpr int kMinStages = 2;
+inline constexpr int kMaxStages = 4;
+inline constexpr int kDefaultStages = 4;
+
+/// Dynamic shared memory of the cp.async rung with `stages` stages: per stage, one
+/// 128 x 16 tile of A and one 16 x 128 tile of B, fp32.
+__host__ __device__ constexpr std::size_t cp_async_shared_bytes(int stages) {
+  return static_cast<std::size_t>(stages) * (kBlockM * kAsyncBlockK + kAsyncBlockK * kBlockN) *
+         sizeof(float);
+}
+
+/// Whether the 16-byte paths apply: every row of A and B starts 16-byte aligned (k and n
+/// multiples of 4, all three base pointers 16-byte aligned). Otherwise the kernels read
+/// element by element (rungs 2-3: scalar loads; rung 4: 4-byte cp.async with zero fill).
+bool vector_path(GemmShape s, const float* a, const float* b, const float* c);
+
+/// The number of bytes of the 16-byte chunk that starts at element `col` of a row of `len`
+/// valid elements: 16 inside the row, 4, 8 or 12 for the last partial chunk, 0 past it.
+/// The cp.async rung passes it as src-size: the rest of the chunk is zero-filled.
+__host__ __device__ constexpr unsigned chunk_bytes(int col, int len) {
+  return col >= len ? 0u : len - col >= 4 ? 16u : static_cast<unsigned>((len - col) * 4);
+}
+
+/// The swizzled 16-byte chunk that chunk `chunk` (0-3) of row `row` of the cp.async rung's
+/// A tile is stored at: chunk ^ ((row / 4) % 4). Rows read together by a warp (4 apart)
+/// land in different banks.
+__host__ __device__ constexpr int a_chunk_swizzle(int row, int chunk) {
+  return chunk ^ ((row >> 2) & 3);
+}
+
+// ---- Launching ---------------------------------------------------------------------------
+
+/// What one launch of a rung does beyond the shape.
+struct Config {
+  Rung rung = Rung::cp_async;
+  int stages = kDefaultStages;  ///< the cp.async rung only: kMinStages..kMaxStages
+};
+
+/// Validates the arguments, sets the kernel's shared-memory attribute and picks the kernel,
+/// then returns the launch: calling it with a stream computes C = alpha A B + beta C.
+/// When beta == 0, C is not read (it may hold NaN), as in BLAS.
+///
+/// Preconditions, checked before any CUDA call (std::invalid_argument otherwise): m, n, k
+/// >= 0; m and n at most 65535 x 128 (the grid's y limit); every pointer non-null when its
+/// matrix is not empty; a known rung; stages in range. k == 0 gives C = beta C; an empty C
+/// gives a launch that does nothing.
+course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha, const float* a,
+                             const float* b, float beta, float* c);
+
+/// The reference: the same product through cublasSgemm (CUBLAS_DEFAULT_MATH: fp32, no TF32).
+/// The launch holds its own cuBLAS handle. Every cuBLAS status is checked: a failure throws
+/// std::runtime_error naming the call and the status.
+course::Launch prepare_cublas_sgemm(GemmShape shape, float alpha, const float* a, const float* b,
+                                    float beta, float* c);
+
+/// out[i] = |in[i]| on the device (in and out may be the same array), on `stream`.
+void absolute_values(cuda::std::span<const float> in, cuda::std::span<float> out,
+                     cudaStream_t stream);
+
+// ---- Checking: the tolerance model -------------------------------------------------------
+
+/// The unit roundoff of fp32: 2^-24.
+inline constexpr double kUnitRoundoff = 1.0 / 16777216.0;
+
+/// The factor of the error bound: gamma(k + 2) = (k + 2) u / (1 - (k + 2) u), the classic
+/// bound on the relative rounding error of a k-term dot product, plus the alpha product and
+/// the beta C sum. Any summation order obeys it, so two correct GEMMs differ by at most
+/// twice that times |alpha| |A| |B| + |beta| |C| (element-wise absolute values).
+inline double error_factor(int k) {
+  const double nu = (static_cast<double>(k) + 2.0) * kUnitRoundoff;
+  return nu / (1.0 - nu);
+}
+
+/// Compares every element: |actual - expected| <= 2 error_factor(k) bound[i] + 1e-30, where
+/// bound = |alpha| |A| |B| + |beta| |C_in| (computed by prepare_cublas_sgemm on absolute
+/// values). A NaN or infinity in `actual` never passes.
+course::Comparison compare_gemm(cuda::std::span<const float> expected,
+                                cuda::std::span<const float> bound,
+                                cuda::std::span<const float> actual, int k);
+
+/// Fills `data` on the device with values in [-1, 1): hash32(i, seed) mapped to a multiple of
+/// 2^-11 (12 significant bits, so every product of two inputs is exact in fp32 and only the
+/// sums round).
+void fill_uniform(cuda::std::span<float> data, std::uint32_t seed, cudaStream_t stream);
+
+/// The value fill_uniform() writes at index i (host side, for the tests).
+__host__ __device__ inline float uniform_value(std::uint64_t i, std::uint32_t seed) {
+  const std::uint32_t h = course::hash32(i, seed) >> 20;  // 12 bits
+  return static_cast<float>(static_cast<int>(h) - 2048) * (1.0f / 2048.0f);
+}
+
+}  // namespace capstone

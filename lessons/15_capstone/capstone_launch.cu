@@ -1,0 +1,176 @@
+// Lesson 15's launchers: argument checks, the kernel for a rung, a path and a stage count, the
+// shared-memory opt-in, the cuBLAS reference, and the tolerance check. Read-only: the build
+// compiles this file in one unit with capstone.cu (yours, and separately the solution's).
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "capstone.cuh"
+#include "course/check.h"
+#include "course/launch.h"
+
+namespace capstone {
+namespace {
+
+using Kernel = void (*)(int, int, int, float, const float*, const float*, float, float*);
+
+constexpr const char* kWhere = "capstone::prepare_sgemm";
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+/// Throws std::runtime_error naming the cuBLAS call and its status unless it succeeded.
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("cuBLAS: ") + call + " failed: " +
+                             cublasGetStatusName(status) + " (" + cublasGetStatusString(status) +
+                             ")");
+  }
+}
+
+template <bool Vec>
+Kernel kernel_for(const Config& config) {
+  switch (config.rung) {
+    case Rung::smem_tiled:
+      return sgemm_smem_kernel;
+    case Rung::register_blocked:
+      return sgemm_regblock_kernel<Vec>;
+    case Rung::warp_tiled:
+      return sgemm_warptile_kernel<Vec>;
+    case Rung::cp_async:
+      return course::with_stage_count<kMinStages, kMaxStages>(config.stages, [](auto s) -> Kernel {
+        return sgemm_cp_async_kernel<Vec, decltype(s)::value>;
+      });
+  }
+  throw std::invalid_argument(std::string(kWhere) + ": unknown rung");
+}
+
+__global__ void absolute_kernel(const float* in, float* out, std::size_t count) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    out[i] = fabsf(in[i]);
+  }
+}
+
+__global__ void uniform_kernel(float* out, std::size_t count, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    out[i] = uniform_value(i, seed);
+  }
+}
+
+unsigned grid_for(std::size_t count) {
+  return static_cast<unsigned>(std::min<std::size_t>((count + 255) / 256, 65535u * 8));
+}
+
+}  // namespace
+
+bool vector_path(GemmShape s, const float* a, const float* b, const float* c) {
+  return s.k % 4 == 0 && s.n % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
+}
+
+course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha, const float* a,
+                             const float* b, float beta, float* c) {
+  const int m = shape.m, n = shape.n, k = shape.k;
+  course::require(m >= 0 && n >= 0 && k >= 0, kWhere,
+                  "m, n and k must be >= 0, got " + to_string(shape));
+  course::require(m <= 65535 * kSmemTile, kWhere,
+                  "m must be at most " + std::to_string(65535 * kSmemTile) + " (the grid's y limit)");
+  course::require(config.rung == Rung::smem_tiled || config.rung == Rung::register_blocked ||
+                      config.rung == Rung::warp_tiled || config.rung == Rung::cp_async,
+                  kWhere, "unknown rung");
+  course::require(config.rung != Rung::cp_async ||
+                      (config.stages >= kMinStages && config.stages <= kMaxStages),
+                  kWhere,
+                  "stages must be in [" + std::to_string(kMinStages) + ", " +
+                      std::to_string(kMaxStages) + "], got " + std::to_string(config.stages));
+  const bool empty_c = m == 0 || n == 0;
+  course::require(empty_c || c != nullptr, kWhere, "C is null");
+  course::require(empty_c || k == 0 || (a != nullptr && b != nullptr), kWhere, "A or B is null");
+  if (empty_c) return [](cudaStream_t) {};
+
+  const bool vec = vector_path(shape, a, b, c);
+  const Kernel kernel = vec ? kernel_for<true>(config) : kernel_for<false>(config);
+  const int tile = config.rung == Rung::smem_tiled ? kSmemTile : kBlockM;
+  const dim3 grid((n + tile - 1) / tile, (m + tile - 1) / tile);
+  const dim3 block = config.rung == Rung::smem_tiled ? dim3(kSmemTile, kSmemTile) : dim3(kThreads);
+  const std::size_t shared = config.rung == Rung::cp_async ? cp_async_shared_bytes(config.stages) : 0;
+  if (shared > 0) {
+    COURSE_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(shared)));
+  }
+  return [=](cudaStream_t stream) {
+    kernel<<<grid, block, shared, stream>>>(m, n, k, alpha, a, b, beta, c);
+    COURSE_CHECK_LAUNCH();
+  };
+}
+
+course::Launch prepare_cublas_sgemm(GemmShape shape, float alpha, const float* a, const float* b,
+                                    float beta, float* c) {
+  constexpr const char* where = "capstone::prepare_cublas_sgemm";
+  course::require(shape.m >= 0 && shape.n >= 0 && shape.k >= 0, where,
+                  "m, n and k must be >= 0, got " + to_string(shape));
+  const bool empty_c = shape.m == 0 || shape.n == 0;
+  course::require(empty_c || c != nullptr, where, "C is null");
+  course::require(empty_c || shape.k == 0 || (a != nullptr && b != nullptr), where,
+                  "A or B is null");
+  if (empty_c) return [](cudaStream_t) {};
+  cublasHandle_t raw = nullptr;
+  check_cublas(cublasCreate(&raw), "cublasCreate");
+  std::shared_ptr<cublasContext> handle(raw, [](cublasHandle_t h) { cublasDestroy(h); });
+  // fp32 on the CUDA cores: no TF32 (CUBLAS_DEFAULT_MATH never converts fp32 inputs).
+  check_cublas(cublasSetMathMode(raw, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  return [=](cudaStream_t stream) {
+    check_cublas(cublasSetStream(handle.get(), stream), "cublasSetStream");
+    // Row-major C = A B is column-major C^T = B^T A^T: swap the operands, keep the shapes.
+    check_cublas(cublasSgemm(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, shape.n, shape.m, shape.k,
+                             &alpha, b, std::max(1, shape.n), a, std::max(1, shape.k), &beta, c,
+                             std::max(1, shape.n)),
+                 "cublasSgemm");
+  };
+}
+
+void absolute_values(cuda::std::span<const float> in, cuda::std::span<float> out,
+                     cudaStream_t stream) {
+  course::require(in.size() == out.size(), "capstone::absolute_values",
+                  "in and out must have the same size");
+  if (in.empty()) return;
+  absolute_kernel<<<grid_for(in.size()), 256, 0, stream>>>(in.data(), out.data(), in.size());
+  COURSE_CHECK_LAUNCH();
+}
+
+void fill_uniform(cuda::std::span<float> data, std::uint32_t seed, cudaStream_t stream) {
+  if (data.empty()) return;
+  uniform_kernel<<<grid_for(data.size()), 256, 0, stream>>>(data.data(), data.size(), seed);
+  COURSE_CHECK_LAUNCH();
+}
+
+course::Comparison compare_gemm(cuda::std::span<const float> expected,
+                                cuda::std::span<const float> bound,
+                                cuda::std::span<const float> actual, int k) {
+  course::require(expected.size() == actual.size() && bound.size() == actual.size(),
+                  "capstone::compare_gemm", "expected, bound and actual must have the same size");
+  const double factor = 2.0 * error_factor(k);
+  course::Comparison result;
+  result.checked = expected.size();
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double e = expected[i], a = actual[i];
+    // Written so that a NaN makes `close` false.
+    const bool close =
+        std::isfinite(a) && std::fabs(a - e) <= factor * static_cast<double>(bound[i]) + 1e-30;
+    if (!close) {
+      if (result.first.size() < course::kReportedMismatches) {
+        result.first.push_back({i, std::to_string(expected[i]), std::to_string(actual[i])});
+      }
+      ++result.mismatches;
+    }
+  }
+  return result;
+}
+
+}  // namespace capstone

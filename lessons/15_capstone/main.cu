@@ -1,0 +1,203 @@
+// Lesson 15 driver: the SGEMM ladder, C = alpha A B + beta C in fp32 on the CUDA cores, every
+// rung checked element by element against cuBLAS (cublasSgemm, measured in the same run as the
+// reference) with a tolerance that grows with k, then timed in TFLOP/s. --sweep adds a sweep
+// over square sizes (written to FILE_sweep.csv with --csv).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capstone.cuh"
+#include "course/buffers.h"
+#include "course/check.h"
+#include "course/data.h"
+#include "course/harness.h"
+#include "course/launch.h"
+
+namespace {
+
+using capstone::GemmShape;
+using capstone::Rung;
+
+constexpr const char* kLesson = "15_capstone";
+constexpr const char* kReference = "cuBLAS";
+constexpr int kDefaultSize = 4096;
+constexpr GemmShape kQuickShape{509, 383, 257};  // primes and near-primes: every edge path
+constexpr float kAlpha = 1.0f;
+constexpr float kBeta = 0.0f;
+
+std::vector<std::string> variant_names() {
+  std::vector<std::string> names;
+  for (Rung r : capstone::kRungs) names.emplace_back(capstone::name(r));
+  return names;
+}
+
+/// One problem on the device: A, B, the C every run starts from, the expected C (cuBLAS) and
+/// the per-element error bound |alpha| |A| |B| + |beta| |C0| (cuBLAS on absolute values).
+struct Problem {
+  GemmShape shape;
+  course::DeviceBuffer<float> a, b, c0, c;
+  std::vector<float> expected, bound;
+
+  Problem(GemmShape s, std::uint32_t seed, cudaStream_t stream)
+      : shape(s),
+        a(static_cast<std::size_t>(s.m) * s.k),
+        b(static_cast<std::size_t>(s.k) * s.n),
+        c0(static_cast<std::size_t>(s.m) * s.n),
+        c(static_cast<std::size_t>(s.m) * s.n) {
+    capstone::fill_uniform(a.span(), seed, stream);
+    capstone::fill_uniform(b.span(), seed + 1, stream);
+    capstone::fill_uniform(c0.span(), seed + 2, stream);
+    course::DeviceBuffer<float> out(c.size());
+    COURSE_CHECK(cudaMemcpyAsync(out.data(), c0.data(), c0.bytes(), cudaMemcpyDeviceToDevice, stream));
+    capstone::prepare_cublas_sgemm(s, kAlpha, a.data(), b.data(), kBeta, out.data())(stream);
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    expected = course::to_host(out.cspan());
+    {
+      course::DeviceBuffer<float> abs_a(a.size()), abs_b(b.size());
+      capstone::absolute_values(a.cspan(), abs_a.span(), stream);
+      capstone::absolute_values(b.cspan(), abs_b.span(), stream);
+      capstone::absolute_values(c0.cspan(), out.span(), stream);
+      capstone::prepare_cublas_sgemm(s, std::abs(kAlpha), abs_a.data(), abs_b.data(),
+                                     std::abs(kBeta), out.data())(stream);
+      COURSE_CHECK(cudaStreamSynchronize(stream));
+    }
+    bound = course::to_host(out.cspan());
+  }
+
+  /// A rung as a harness variant: C poisoned (beta == 0: C must not be read) or reset to C0
+  /// before the checked run, every element compared afterwards.
+  course::Variant variant(const std::string& name, course::Launch run) {
+    return course::Variant{
+        name, capstone::flops(shape), std::move(run),
+        [this](cudaStream_t s) {
+          if (kBeta == 0.0f) {
+            course::poison(c.data(), c.bytes(), s);
+          } else {
+            COURSE_CHECK(
+                cudaMemcpyAsync(c.data(), c0.data(), c.bytes(), cudaMemcpyDeviceToDevice, s));
+          }
+        },
+        [this] {
+          return capstone::compare_gemm(expected, bound, course::to_host(c.cspan()), shape.k);
+        }};
+  }
+
+  course::Launch rung(Rung r, int stages) {
+    return capstone::prepare_sgemm({r, stages}, shape, kAlpha, a.data(), b.data(), kBeta,
+                                   c.data());
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::CommonOptions options;
+  int m = 0, n = 0, k = 0, rung = 0, stages = capstone::kDefaultStages;
+  bool sweep = false;
+  course::FlagParser flags(
+      kLesson,
+      "Lesson 15: the SGEMM ladder. C = alpha A B + beta C (row-major, fp32 FMA on the CUDA\n"
+      "cores, alpha = 1, beta = 0) by four kernels, each adding one idea: 1-smem (shared\n"
+      "tiles through registers), 2-regblock (8 x 8 register micro-tiles, float4), 3-warptile\n"
+      "(warp tiling, double buffering), 4-cp-async (a multi-stage cp.async pipeline). Every\n"
+      "rung is checked against cuBLAS, measured in the same run as the reference.");
+  flags.add_common(options, "m = n = k of a square problem (default 4096)", variant_names());
+  flags.add_int("m", &m, 0, "rows of A and C (overrides --size)");
+  flags.add_int("n", &n, 0, "columns of B and C (overrides --size)");
+  flags.add_int("k", &k, 0, "columns of A, rows of B (overrides --size)");
+  flags.add_int("rung", &rung, 0, "run only this rung, 1 to 4 (0: all)");
+  flags.add_int("stages", &stages, 0, "stages of the cp.async rung, 2 to 4 (default 4)");
+  flags.add_bool("sweep", &sweep, "also sweep square sizes 512, 1024, 2048, 4096, 8192");
+
+  auto validate = [&] {
+    if (rung < 0 || rung > 4) {
+      throw course::UsageError("--rung must be in [0, 4], got " + std::to_string(rung));
+    }
+    if (rung != 0 && !options.variant.empty()) {
+      throw course::UsageError("give --rung or --variant, not both");
+    }
+    if (stages < capstone::kMinStages || stages > capstone::kMaxStages) {
+      throw course::UsageError("--stages must be in [2, 4], got " + std::to_string(stages));
+    }
+    if (options.size > 65535u * capstone::kSmemTile) {
+      throw course::UsageError("--size must be at most 2097120");
+    }
+    if (m > 65535 * capstone::kSmemTile) throw course::UsageError("--m must be at most 2097120");
+    if (rung != 0) options.variant = capstone::name(capstone::kRungs[rung - 1]);
+  };
+
+  auto body = [&](const course::DeviceSummary& gpu) {
+    course::require_compute_capability(gpu, {8, 0}, "lesson 15 (cp.async)");
+    GemmShape shape = options.quick ? kQuickShape : GemmShape{kDefaultSize, kDefaultSize, kDefaultSize};
+    if (options.size) {
+      const int s = static_cast<int>(options.size);
+      shape = {s, s, s};
+    }
+    if (m) shape.m = m;
+    if (n) shape.n = n;
+    if (k) shape.k = k;
+    std::cout << "lesson 15 capstone: SGEMM " << capstone::to_string(shape)
+              << " (m x n x k), alpha = " << kAlpha << ", beta = " << kBeta << ", "
+              << capstone::kThreads << " threads per block in rungs 2-4, " << stages
+              << " cp.async stages; tolerance per element: 2 gamma(k + 2) (|alpha| |A| |B| + "
+                 "|beta| |C|), gamma(k + 2) = "
+              << capstone::error_factor(shape.k) << "\n";
+
+    course::Harness harness(kLesson, options, gpu);
+    harness.unit("TFLOP/s", 1e12);
+    Problem main_problem(shape, 15, harness.stream());
+    course::DeviceBuffer<float> ref_out(main_problem.c.size());
+    harness.reference(kReference, capstone::flops(shape),
+                      capstone::prepare_cublas_sgemm(shape, kAlpha, main_problem.a.data(),
+                                                     main_problem.b.data(), kBeta, ref_out.data()));
+    std::vector<std::string> ran;
+    for (Rung r : capstone::kRungs) {
+      const std::string name = capstone::name(r);
+      if (!options.variant.empty() && options.variant != name) continue;
+      harness.run(main_problem.variant(name, main_problem.rung(r, stages)));
+      ran.push_back(name);
+    }
+    if (!ran.empty()) {
+      harness.baseline(ran.front());
+      harness.headline(ran.back());
+    }
+
+    if (sweep) {
+      const std::vector<int> sizes = options.quick ? std::vector<int>{128, 256}
+                                                   : std::vector<int>{512, 1024, 2048, 4096, 8192};
+      for (int s : sizes) {
+        Problem p({s, s, s}, 150 + static_cast<std::uint32_t>(s), harness.stream());
+        const course::SweepParams params{{"size", std::to_string(s)}};
+        course::DeviceBuffer<float> out(p.c.size());
+        harness.sweep("square", params,
+                      course::Variant{kReference, capstone::flops(p.shape),
+                                      capstone::prepare_cublas_sgemm(p.shape, kAlpha, p.a.data(),
+                                                                     p.b.data(), kBeta, out.data()),
+                                      {}, {}});
+        for (Rung r : capstone::kRungs) {
+          const std::string name = capstone::name(r);
+          if (!options.variant.empty() && options.variant != name) continue;
+          harness.sweep("square", params, p.variant(name, p.rung(r, stages)));
+        }
+      }
+    }
+
+    // ---- targets: ratios of this run (judged at the default 4096^3; printed at any size) ----
+    std::string best;
+    for (const std::string& name : ran) {
+      if (best.empty() || harness.rate_of(name) > harness.rate_of(best)) best = name;
+    }
+    if (!best.empty()) harness.target({best, 0.85});
+    for (std::size_t i = 1; i < std::size(capstone::kRungs); ++i) {
+      harness.ratio_target({capstone::name(capstone::kRungs[i]),
+                            capstone::name(capstone::kRungs[i - 1]), 1.00});
+    }
+    return harness.finish();
+  };
+
+  return course::run_driver(flags, argc, argv, options, body, validate);
+}

@@ -201,8 +201,8 @@ TEST(CapstonePtx, EveryRungIsFp32FmaAndOnlyRungFourUsesCpAsync) {
         const bool async = family.rung == Rung::cp_async;
         EXPECT_EQ(course::inspect::uses(k.body, "cp.async"), async) << where << concerns_todo(4);
         if (async) {
-          EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.wait_group")) << where
-                                                                            << concerns_todo(4);
+          EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.wait_group"))
+              << where << concerns_todo(4);
           EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group")) << where;
         }
         EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where;
@@ -261,7 +261,8 @@ TEST(CapstoneSass, RungFourCopiesWithLdgstsAndNoRungUsesTensorCores) {
 /// A, B and C start one float past an aligned address (the element-wise paths).
 ::testing::AssertionResult matches_cublas(const Config& config, GemmShape s, float alpha,
                                           float beta, bool nan_c = false, bool offset = false) {
-  const std::size_t sa = static_cast<std::size_t>(s.m) * s.k, sb = static_cast<std::size_t>(s.k) * s.n,
+  const std::size_t sa = static_cast<std::size_t>(s.m) * s.k,
+                    sb = static_cast<std::size_t>(s.k) * s.n,
                     sc = static_cast<std::size_t>(s.m) * s.n;
   const std::size_t o = offset ? 1 : 0;
   course::DeviceBuffer<float> a(sa + o), b(sb + o), c(sc + o), ref(sc + o);
@@ -290,13 +291,12 @@ TEST(CapstoneSass, RungFourCopiesWithLdgstsAndNoRungUsesTensorCores) {
   const std::vector<float> bd(all_bound.begin() + o, all_bound.begin() + o + sc);
   const std::vector<float> got(all_c.begin() + o, all_c.end());
   const auto cmp = capstone::compare_gemm(e, bd, got, s.k);
-  const std::string what = std::string(capstone::name(config.rung)) +
-                           (config.rung == Rung::cp_async
-                                ? " (" + std::to_string(config.stages) + " stages)"
-                                : std::string()) +
-                           " " + capstone::to_string(s) + " alpha " + std::to_string(alpha) +
-                           " beta " + std::to_string(beta) + (nan_c ? " C=NaN" : "") +
-                           (offset ? " unaligned" : "");
+  const std::string what =
+      std::string(capstone::name(config.rung)) +
+      (config.rung == Rung::cp_async ? " (" + std::to_string(config.stages) + " stages)"
+                                     : std::string()) +
+      " " + capstone::to_string(s) + " alpha " + std::to_string(alpha) + " beta " +
+      std::to_string(beta) + (nan_c ? " C=NaN" : "") + (offset ? " unaligned" : "");
   if (sc > 0 && !cmp.ok()) {
     return ::testing::AssertionFailure() << what << ": " << cmp.summary() << todos_of(config.rung);
   }
@@ -334,14 +334,14 @@ TEST_P(GpuCapstoneVsCublas, EveryElementWithinTheBound) {
                              c.offset));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AwkwardShapes, GpuCapstoneVsCublas,
-    ::testing::Combine(::testing::ValuesIn(capstone::kRungs),
-                       ::testing::Range(0, static_cast<int>(kCases.size()))),
-    [](const auto& info) {
-      return "rung" + std::to_string(static_cast<int>(std::get<0>(info.param))) + "_case" +
-             std::to_string(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AwkwardShapes, GpuCapstoneVsCublas,
+                         ::testing::Combine(::testing::ValuesIn(capstone::kRungs),
+                                            ::testing::Range(0, static_cast<int>(kCases.size()))),
+                         [](const auto& info) {
+                           return "rung" +
+                                  std::to_string(static_cast<int>(std::get<0>(info.param))) +
+                                  "_case" + std::to_string(std::get<1>(info.param));
+                         });
 
 class GpuCapstoneStages : public course::testing::GpuTestWithParam<int> {};
 

@@ -27,7 +27,7 @@ namespace capstone {
 
 /// The rungs of the ladder, each one kernel that adds one idea to the rung before it.
 enum class Rung {
-  smem_tiled = 1,  ///< "1-smem": 32 x 32 tiles staged through registers into shared memory
+  smem_tiled = 1,        ///< "1-smem": 32 x 32 tiles staged through registers into shared memory
   register_blocked = 2,  ///< "2-regblock": 128 x 128 tiles, an 8 x 8 micro-tile per thread, float4
   warp_tiled = 3,  ///< "3-warptile": each warp owns a 64 x 32 slab; double-buffered shared tiles
   cp_async = 4,    ///< "4-cp-async": tiles land through a multi-stage cp.async pipeline

@@ -26,9 +26,9 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 /// Throws std::runtime_error naming the cuBLAS call and its status unless it succeeded.
 void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string("cuBLAS: ") + call + " failed: " +
-                             cublasGetStatusName(status) + " (" + cublasGetStatusString(status) +
-                             ")");
+    throw std::runtime_error(std::string("cuBLAS: ") + call +
+                             " failed: " + cublasGetStatusName(status) + " (" +
+                             cublasGetStatusString(status) + ")");
   }
 }
 
@@ -78,16 +78,17 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
   const int m = shape.m, n = shape.n, k = shape.k;
   course::require(m >= 0 && n >= 0 && k >= 0, kWhere,
                   "m, n and k must be >= 0, got " + to_string(shape));
-  course::require(m <= 65535 * kSmemTile, kWhere,
-                  "m must be at most " + std::to_string(65535 * kSmemTile) + " (the grid's y limit)");
+  course::require(
+      m <= 65535 * kSmemTile, kWhere,
+      "m must be at most " + std::to_string(65535 * kSmemTile) + " (the grid's y limit)");
   course::require(config.rung == Rung::smem_tiled || config.rung == Rung::register_blocked ||
                       config.rung == Rung::warp_tiled || config.rung == Rung::cp_async,
                   kWhere, "unknown rung");
-  course::require(config.rung != Rung::cp_async ||
-                      (config.stages >= kMinStages && config.stages <= kMaxStages),
-                  kWhere,
-                  "stages must be in [" + std::to_string(kMinStages) + ", " +
-                      std::to_string(kMaxStages) + "], got " + std::to_string(config.stages));
+  course::require(
+      config.rung != Rung::cp_async || (config.stages >= kMinStages && config.stages <= kMaxStages),
+      kWhere,
+      "stages must be in [" + std::to_string(kMinStages) + ", " + std::to_string(kMaxStages) +
+          "], got " + std::to_string(config.stages));
   const bool empty_c = m == 0 || n == 0;
   course::require(empty_c || c != nullptr, kWhere, "C is null");
   course::require(empty_c || k == 0 || (a != nullptr && b != nullptr), kWhere, "A or B is null");
@@ -98,7 +99,8 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
   const int tile = config.rung == Rung::smem_tiled ? kSmemTile : kBlockM;
   const dim3 grid((n + tile - 1) / tile, (m + tile - 1) / tile);
   const dim3 block = config.rung == Rung::smem_tiled ? dim3(kSmemTile, kSmemTile) : dim3(kThreads);
-  const std::size_t shared = config.rung == Rung::cp_async ? cp_async_shared_bytes(config.stages) : 0;
+  const std::size_t shared =
+      config.rung == Rung::cp_async ? cp_async_shared_bytes(config.stages) : 0;
   if (shared > 0) {
     COURSE_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -128,10 +130,10 @@ course::Launch prepare_cublas_sgemm(GemmShape shape, float alpha, const float* a
   return [=](cudaStream_t stream) {
     check_cublas(cublasSetStream(handle.get(), stream), "cublasSetStream");
     // Row-major C = A B is column-major C^T = B^T A^T: swap the operands, keep the shapes.
-    check_cublas(cublasSgemm(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, shape.n, shape.m, shape.k,
-                             &alpha, b, std::max(1, shape.n), a, std::max(1, shape.k), &beta, c,
-                             std::max(1, shape.n)),
-                 "cublasSgemm");
+    check_cublas(
+        cublasSgemm(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, shape.n, shape.m, shape.k, &alpha, b,
+                    std::max(1, shape.n), a, std::max(1, shape.k), &beta, c, std::max(1, shape.n)),
+        "cublasSgemm");
   };
 }
 

@@ -52,7 +52,8 @@ struct Problem {
     capstone::fill_uniform(b.span(), seed + 1, stream);
     capstone::fill_uniform(c0.span(), seed + 2, stream);
     course::DeviceBuffer<float> out(c.size());
-    COURSE_CHECK(cudaMemcpyAsync(out.data(), c0.data(), c0.bytes(), cudaMemcpyDeviceToDevice, stream));
+    COURSE_CHECK(
+        cudaMemcpyAsync(out.data(), c0.data(), c0.bytes(), cudaMemcpyDeviceToDevice, stream));
     capstone::prepare_cublas_sgemm(s, kAlpha, a.data(), b.data(), kBeta, out.data())(stream);
     COURSE_CHECK(cudaStreamSynchronize(stream));
     expected = course::to_host(out.cspan());
@@ -87,8 +88,7 @@ struct Problem {
   }
 
   course::Launch rung(Rung r, int stages) {
-    return capstone::prepare_sgemm({r, stages}, shape, kAlpha, a.data(), b.data(), kBeta,
-                                   c.data());
+    return capstone::prepare_sgemm({r, stages}, shape, kAlpha, a.data(), b.data(), kBeta, c.data());
   }
 };
 
@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
 
   auto body = [&](const course::DeviceSummary& gpu) {
     course::require_compute_capability(gpu, {8, 0}, "lesson 15 (cp.async)");
-    GemmShape shape = options.quick ? kQuickShape : GemmShape{kDefaultSize, kDefaultSize, kDefaultSize};
+    GemmShape shape =
+        options.quick ? kQuickShape : GemmShape{kDefaultSize, kDefaultSize, kDefaultSize};
     if (options.size) {
       const int s = static_cast<int>(options.size);
       shape = {s, s, s};
@@ -174,10 +175,12 @@ int main(int argc, char** argv) {
         const course::SweepParams params{{"size", std::to_string(s)}};
         course::DeviceBuffer<float> out(p.c.size());
         harness.sweep("square", params,
-                      course::Variant{kReference, capstone::flops(p.shape),
+                      course::Variant{kReference,
+                                      capstone::flops(p.shape),
                                       capstone::prepare_cublas_sgemm(p.shape, kAlpha, p.a.data(),
                                                                      p.b.data(), kBeta, out.data()),
-                                      {}, {}});
+                                      {},
+                                      {}});
         for (Rung r : capstone::kRungs) {
           const std::string name = capstone::name(r);
           if (!options.variant.empty() && options.variant != name) continue;
@@ -193,8 +196,8 @@ int main(int argc, char** argv) {
     }
     if (!best.empty()) harness.target({best, 0.85});
     for (std::size_t i = 1; i < std::size(capstone::kRungs); ++i) {
-      harness.ratio_target({capstone::name(capstone::kRungs[i]),
-                            capstone::name(capstone::kRungs[i - 1]), 1.00});
+      harness.ratio_target(
+          {capstone::name(capstone::kRungs[i]), capstone::name(capstone::kRungs[i - 1]), 1.00});
     }
     return harness.finish();
   };

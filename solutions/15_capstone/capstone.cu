@@ -17,8 +17,8 @@ namespace {
 // ---- Rung 1: shared-memory tiling through registers -------------------------------------
 
 __global__ void __launch_bounds__(kSmemTile* kSmemTile)
-    sgemm_smem_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
-                      float beta, float* c) {
+    sgemm_smem_kernel(int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+                      float* c) {
   __shared__ float as[kSmemTile][kSmemTile];
   __shared__ float bs[kSmemTile][kSmemTile];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -200,8 +200,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
     if (s < tiles) {
-      issue_tile<Vec>(smem + s * kStageFloats, smem + s * kStageFloats + kAsyncTileA, a, b, m, n,
-                      k, m0, n0, s * kAsyncBlockK, t);
+      issue_tile<Vec>(smem + s * kStageFloats, smem + s * kStageFloats + kAsyncTileA, a, b, m, n, k,
+                      m0, n0, s * kAsyncBlockK, t);
     }
     commit_group();
   }

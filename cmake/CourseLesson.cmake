@@ -131,10 +131,15 @@ function(course_add_lesson number slug)
       message(FATAL_ERROR "course_add_lesson(${number} ${slug}): USES ${used}, which is not a lesson "
                           "added before this one")
     endif()
-    foreach(target ${name}_driver ${name}_starter_kernels ${name}_solution_kernels ${name}_tests)
+    foreach(target ${name}_driver ${name}_starter_kernels ${name}_solution_kernels ${name}_tests
+                   ${extra_objects})
       target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${used}")
     endforeach()
     list(APPEND used_kernels ${used}_solution_kernels)
+    # A used lesson's own read-only sources (its SOURCES, e.g. lesson 14's engine model).
+    if(TARGET ${used}_extra)
+      list(APPEND used_kernels ${used}_extra)
+    endif()
   endforeach()
 
   foreach(kind starter solution)

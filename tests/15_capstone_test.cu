@@ -26,19 +26,16 @@ using capstone::Rung;
 using course::testing::concerns_todo;
 using course::testing::concerns_todos;
 
-/// The TODOs a rung's values depend on.
+/// The TODOs a rung's values depend on (rungs 1-3 are worked examples: none).
 std::string todos_of(Rung rung) {
   switch (rung) {
-    case Rung::smem_tiled:
-      return concerns_todo(1);
-    case Rung::register_blocked:
-      return concerns_todo(2);
-    case Rung::warp_tiled:
-      return concerns_todos({2, 3});
     case Rung::cp_async:
-      return concerns_todos({2, 3, 4});
+      return concerns_todo(1);
+    case Rung::tma:
+      return concerns_todos({2, 3});
+    default:
+      return "";
   }
-  return "";
 }
 
 // ---- CPU tests: names, geometry, the tolerance model -------------------------------------
@@ -46,14 +43,20 @@ std::string todos_of(Rung rung) {
 TEST(CapstoneShape, NamesAndGeometryAreStable) {
   std::vector<std::string> names;
   for (Rung r : capstone::kRungs) names.emplace_back(capstone::name(r));
-  EXPECT_EQ(names, (std::vector<std::string>{"1-smem", "2-regblock", "3-warptile", "4-cp-async"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"1-smem", "2-regblock", "3-warptile", "4-cp-async",
+                                             "5-tma"}));
   EXPECT_EQ(capstone::kBlockM * capstone::kBlockN,
             capstone::kThreads * capstone::kMicroM * capstone::kMicroN);
   EXPECT_EQ((capstone::kBlockM / capstone::kWarpM) * (capstone::kBlockN / capstone::kWarpN),
             capstone::kThreads / 32);
   EXPECT_EQ(capstone::kWarpM * capstone::kWarpN, 32 * capstone::kMicroM * capstone::kMicroN);
-  EXPECT_EQ(capstone::cp_async_shared_bytes(4), 65536u);
-  EXPECT_EQ(capstone::cp_async_shared_bytes(2), 32768u);
+  EXPECT_EQ(capstone::kStageBytes, 32768u);
+  EXPECT_EQ(capstone::pipeline_shared_bytes(Rung::cp_async, 4), 131072u);
+  EXPECT_EQ(capstone::pipeline_shared_bytes(Rung::tma, 2), 65536u + 1024u);
+  EXPECT_EQ(capstone::kTmaThreads, capstone::kThreads + 32);
+  EXPECT_TRUE(capstone::min_compute_capability(Rung::tma) == (course::ComputeCapability{9, 0}));
+  EXPECT_TRUE(capstone::min_compute_capability(Rung::cp_async) ==
+              (course::ComputeCapability{8, 0}));
   EXPECT_EQ(capstone::flops({2, 3, 4}), 48.0);
   EXPECT_EQ(capstone::to_string({33, 17, 129}), "33x17x129");
 }
@@ -70,17 +73,27 @@ TEST(CapstoneShape, ChunkBytesAreTheSrcSizeOfAPartialChunk) {
   EXPECT_EQ(chunk_bytes(200, 1), 0u);
 }
 
-TEST(CapstoneShape, ASwizzleIsAPermutationThatSeparatesRowsFourApart) {
+TEST(CapstoneShape, ASwizzleIsTheTma128ByteSwizzle) {
+  constexpr int kChunks = capstone::kAsyncBlockK / 4;  // 16-byte chunks in a 128-byte row
+  static_assert(kChunks == 8, "a row of the A tile is one 128-byte swizzle span");
   for (int row = 0; row < capstone::kBlockM; ++row) {
     std::set<int> chunks;
-    for (int c = 0; c < 4; ++c) chunks.insert(capstone::a_chunk_swizzle(row, c));
-    EXPECT_EQ(chunks, (std::set<int>{0, 1, 2, 3})) << "row " << row;
+    for (int c = 0; c < kChunks; ++c) {
+      const int placed = capstone::a_chunk_swizzle(row, c);
+      chunks.insert(placed);
+      // The hardware's rule: byte address bits 4-6 XOR bits 7-9 (1024-byte aligned tile).
+      const unsigned address = static_cast<unsigned>(row * 128 + c * 16);
+      EXPECT_EQ(placed * 16u, (address & 0x70u) ^ ((address >> 3) & 0x70u)) << row << " " << c;
+    }
+    EXPECT_EQ(chunks.size(), 8u) << "row " << row;
   }
-  // A warp reads rows r, r + 4, r + 8, r + 12 of one k-chunk together: four different chunks.
-  for (int c = 0; c < 4; ++c) {
-    std::set<int> placed;
-    for (int i = 0; i < 4; ++i) placed.insert(capstone::a_chunk_swizzle(4 * i, c));
-    EXPECT_EQ(placed.size(), 4u) << "chunk " << c;
+  // A warp reads one chunk of rows r .. r + 7 together: 8 different 16-byte bank groups.
+  for (int r0 = 0; r0 < capstone::kBlockM; r0 += 8) {
+    for (int c = 0; c < kChunks; ++c) {
+      std::set<int> placed;
+      for (int i = 0; i < 8; ++i) placed.insert(capstone::a_chunk_swizzle(r0 + i, c));
+      EXPECT_EQ(placed.size(), 8u) << "rows " << r0 << "+, chunk " << c;
+    }
   }
 }
 
@@ -148,6 +161,15 @@ TEST(CapstoneShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
                std::invalid_argument);
   EXPECT_THROW(capstone::prepare_sgemm(rung4, {3000000, 4, 4}, 1, p, p, 0, p),
                std::invalid_argument);
+  // Rung 5: stages in range, and rows a tensor map can describe (16-byte aligned).
+  EXPECT_THROW(capstone::prepare_sgemm({Rung::tma, 5}, {4, 4, 4}, 1, p, p, 0, p),
+               std::invalid_argument);
+  EXPECT_THROW(capstone::prepare_sgemm({Rung::tma, 4}, {4, 4, 5}, 1, p, p, 0, p),
+               std::invalid_argument);
+  EXPECT_THROW(capstone::prepare_sgemm({Rung::tma, 4}, {4, 6, 4}, 1, p, p, 0, p),
+               std::invalid_argument);
+  EXPECT_THROW(capstone::prepare_sgemm({Rung::tma, 4}, {4, 4, 4}, 1, p + 1, p, 0, p),
+               std::invalid_argument);
   EXPECT_THROW(capstone::prepare_cublas_sgemm({4, -4, 4}, 1, p, p, 0, p), std::invalid_argument);
   EXPECT_THROW(capstone::prepare_cublas_sgemm({4, 4, 4}, 1, p, nullptr, 0, p),
                std::invalid_argument);
@@ -170,27 +192,39 @@ std::vector<course::inspect::Function> kernels_named(const course::inspect::PtxM
   return found;
 }
 
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
 struct KernelFamily {
   Rung rung;
   std::string name_part;
   std::size_t instances;  // Vec true/false (x stage counts for rung 4)
 };
 
+constexpr std::size_t kStageCounts =
+    static_cast<std::size_t>(capstone::kMaxStages - capstone::kMinStages + 1);
+
 const std::vector<KernelFamily> kFamilies = {
     {Rung::smem_tiled, "sgemm_smem_kernel", 1},
     {Rung::register_blocked, "sgemm_regblock_kernel", 2},
     {Rung::warp_tiled, "sgemm_warptile_kernel", 2},
-    {Rung::cp_async, "sgemm_cp_async_kernel",
-     2 * static_cast<std::size_t>(capstone::kMaxStages - capstone::kMinStages + 1)},
+    {Rung::cp_async, "sgemm_cp_async_kernel", 2 * kStageCounts},
+    {Rung::tma, "sgemm_tma_kernel", kStageCounts},
 };
 
-TEST(CapstonePtx, EveryRungIsFp32FmaAndOnlyRungFourUsesCpAsync) {
+TEST(CapstonePtx, EveryRungIsFp32FmaAndUsesTheCopyItTeaches) {
   const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
   for (const std::string& target : course::testing::ptx_targets()) {
     const auto& module = course::inspect::module_for(modules, target);
+    const bool hopper = target.find("90") != std::string::npos;
     for (const KernelFamily& family : kFamilies) {
       const auto kernels = kernels_named(module, family.name_part);
       EXPECT_EQ(kernels.size(), family.instances) << family.name_part << " " << target;
+      const bool tma = family.rung == Rung::tma;
+      if (tma && !hopper) continue;  // rung 5 is compiled for sm_90 only (an empty body here)
       for (const auto& k : kernels) {
         const std::string where = target + " " + k.name;
         EXPECT_TRUE(course::inspect::uses(k.body, "fma.rn.f32"))
@@ -198,14 +232,27 @@ TEST(CapstonePtx, EveryRungIsFp32FmaAndOnlyRungFourUsesCpAsync) {
         for (const char* tensor : {"mma", "wgmma", "cvt.rna.tf32"}) {
           EXPECT_FALSE(course::inspect::uses(k.body, tensor)) << where << ": " << tensor;
         }
-        const bool async = family.rung == Rung::cp_async;
-        EXPECT_EQ(course::inspect::uses(k.body, "cp.async"), async) << where << concerns_todo(4);
-        if (async) {
+        const bool cp_async = family.rung == Rung::cp_async;
+        // cp.async.cg (16 bytes) on the vector path, cp.async.ca (4 bytes) on the other.
+        EXPECT_EQ(course::inspect::uses(k.body, "cp.async.cg.shared.global") ||
+                      course::inspect::uses(k.body, "cp.async.ca.shared.global"),
+                  cp_async)
+            << where << concerns_todo(1);
+        if (cp_async) {
           EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.wait_group"))
-              << where << concerns_todo(4);
+              << where << concerns_todo(1);
           EXPECT_TRUE(course::inspect::uses(k.body, "cp.async.commit_group")) << where;
         }
-        EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.bulk")) << where;
+        EXPECT_EQ(course::inspect::uses(k.body, "cp.async.bulk.tensor.2d"), tma)
+            << where << todos_of(family.rung);
+        EXPECT_EQ(course::inspect::uses(k.body, "mbarrier.try_wait.parity"), tma)
+            << where << todos_of(family.rung);
+        if (tma) {
+          EXPECT_TRUE(course::inspect::uses(k.body, "mbarrier.arrive.expect_tx"))
+              << where << concerns_todo(2);
+          // One block-wide barrier (after the mbarriers' initialisation), none in the loop.
+          EXPECT_EQ(occurrences(k.body, "bar.sync"), 1u) << where;
+        }
       }
     }
   }
@@ -227,12 +274,12 @@ TEST(CapstonePtx, TheStageCountIsTheWaitDepth) {
            it != std::sregex_iterator(); ++it) {
         counts.insert(std::stoi((*it)[1]));
       }
-      EXPECT_EQ(counts, (std::set<int>{stages - 2})) << target << concerns_todo(4);
+      EXPECT_EQ(counts, (std::set<int>{stages - 2})) << target << concerns_todo(1);
     }
   }
 }
 
-TEST(CapstoneSass, RungFourCopiesWithLdgstsAndNoRungUsesTensorCores) {
+TEST(CapstoneSass, RungsFourAndFiveCopyWithLdgstsAndUtmaldgAndNoRungUsesTensorCores) {
   const std::string cuobjdump = course::testing::cuobjdump_path();
   if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: SASS checks need it";
   const std::string listing = course::inspect::run_command(
@@ -243,15 +290,17 @@ TEST(CapstoneSass, RungFourCopiesWithLdgstsAndNoRungUsesTensorCores) {
       if (fn.name.find(family.name_part) == std::string::npos) continue;
       ++found;
       EXPECT_NE(fn.body.find("FFMA"), std::string::npos) << fn.name << todos_of(family.rung);
-      for (const char* tensor : {"HMMA", "IMMA", "HGMMA", "UTMALDG"}) {
+      for (const char* tensor : {"HMMA", "IMMA", "DMMA", "HGMMA"}) {
         EXPECT_EQ(fn.body.find(tensor), std::string::npos) << fn.name << ": " << tensor;
       }
-      const bool async = family.rung == Rung::cp_async;
-      EXPECT_EQ(fn.body.find("LDGSTS") != std::string::npos, async) << fn.name << concerns_todo(4);
-      EXPECT_EQ(fn.body.find("LDGDEPBAR") != std::string::npos, async) << fn.name;
+      const bool cp_async = family.rung == Rung::cp_async, tma = family.rung == Rung::tma;
+      EXPECT_EQ(fn.body.find("LDGSTS") != std::string::npos, cp_async)
+          << fn.name << concerns_todo(1);
+      EXPECT_EQ(fn.body.find("LDGDEPBAR") != std::string::npos, cp_async) << fn.name;
+      EXPECT_EQ(fn.body.find("UTMALDG") != std::string::npos, tma) << fn.name << concerns_todo(2);
     }
   }
-  EXPECT_EQ(found, 1 + 2 + 2 + 2 * (capstone::kMaxStages - capstone::kMinStages + 1));
+  EXPECT_EQ(found, 1 + 2 + 2 + 3 * (capstone::kMaxStages - capstone::kMinStages + 1));
 }
 
 // ---- GPU tests: every element against cuBLAS ---------------------------------------------
@@ -284,6 +333,11 @@ TEST(CapstoneSass, RungFourCopiesWithLdgstsAndNoRungUsesTensorCores) {
   capstone::prepare_cublas_sgemm(s, alpha, a.data() + o, b.data() + o, beta, ref.data() + o)(0);
   capstone::prepare_sgemm(config, s, alpha, a.data() + o, b.data() + o, beta, c.data() + o)(0);
   COURSE_CHECK(cudaDeviceSynchronize());
+  if (const auto timeouts = capstone::take_wait_timeouts(); timeouts != 0) {
+    return ::testing::AssertionFailure()
+           << capstone::name(config.rung) << " " << capstone::to_string(s) << ": " << timeouts
+           << " mbarrier waits gave up" << todos_of(config.rung);
+  }
   const auto all_bound = course::to_host(bound.cspan());
   const auto all_ref = course::to_host(ref.cspan());
   const auto all_c = course::to_host(c.cspan());
@@ -291,12 +345,13 @@ TEST(CapstoneSass, RungFourCopiesWithLdgstsAndNoRungUsesTensorCores) {
   const std::vector<float> bd(all_bound.begin() + o, all_bound.begin() + o + sc);
   const std::vector<float> got(all_c.begin() + o, all_c.end());
   const auto cmp = capstone::compare_gemm(e, bd, got, s.k);
-  const std::string what =
-      std::string(capstone::name(config.rung)) +
-      (config.rung == Rung::cp_async ? " (" + std::to_string(config.stages) + " stages)"
-                                     : std::string()) +
-      " " + capstone::to_string(s) + " alpha " + std::to_string(alpha) + " beta " +
-      std::to_string(beta) + (nan_c ? " C=NaN" : "") + (offset ? " unaligned" : "");
+  const std::string what = std::string(capstone::name(config.rung)) +
+                           (config.rung == Rung::cp_async || config.rung == Rung::tma
+                                ? " (" + std::to_string(config.stages) + " stages)"
+                                : std::string()) +
+                           " " + capstone::to_string(s) + " alpha " + std::to_string(alpha) +
+                           " beta " + std::to_string(beta) + (nan_c ? " C=NaN" : "") +
+                           (offset ? " unaligned" : "");
   if (sc > 0 && !cmp.ok()) {
     return ::testing::AssertionFailure() << what << ": " << cmp.summary() << todos_of(config.rung);
   }
@@ -327,11 +382,31 @@ const std::vector<Case> kCases = {
 
 class GpuCapstoneVsCublas : public course::testing::GpuTestWithParam<std::tuple<Rung, int>> {};
 
+/// Skips (with the reason) when the GPU is older than the rung needs.
+bool skip_unless_runs(Rung rung) {
+  const course::ComputeCapability need = capstone::min_compute_capability(rung);
+  int device = 0, major = 0, minor = 0;
+  COURSE_CHECK(cudaGetDevice(&device));
+  COURSE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  COURSE_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return course::ComputeCapability{major, minor} < need;
+}
+
 TEST_P(GpuCapstoneVsCublas, EveryElementWithinTheBound) {
   const auto [rung, index] = GetParam();
+  if (skip_unless_runs(rung)) GTEST_SKIP() << capstone::name(rung) << " needs sm_90";
   const Case& c = kCases[static_cast<std::size_t>(index)];
-  EXPECT_TRUE(matches_cublas({rung, capstone::kDefaultStages}, c.shape, c.alpha, c.beta, c.nan_c,
-                             c.offset));
+  const Config config{rung, capstone::kDefaultStages};
+  // Rung 5 refuses rows a tensor map cannot describe (not 16-byte aligned), before the GPU.
+  course::DeviceBuffer<float> probe(1);
+  const float* p = probe.data() + (c.offset ? 1 : 0);
+  if (rung == Rung::tma && !capstone::vector_path(c.shape, p, p, p)) {
+    float* q = const_cast<float*>(p);
+    EXPECT_THROW(capstone::prepare_sgemm(config, c.shape, c.alpha, p, p, c.beta, q),
+                 std::invalid_argument);
+    return;
+  }
+  EXPECT_TRUE(matches_cublas(config, c.shape, c.alpha, c.beta, c.nan_c, c.offset));
 }
 
 INSTANTIATE_TEST_SUITE_P(AwkwardShapes, GpuCapstoneVsCublas,
@@ -343,18 +418,357 @@ INSTANTIATE_TEST_SUITE_P(AwkwardShapes, GpuCapstoneVsCublas,
                                   "_case" + std::to_string(std::get<1>(info.param));
                          });
 
-class GpuCapstoneStages : public course::testing::GpuTestWithParam<int> {};
+class GpuCapstoneStages : public course::testing::GpuTestWithParam<std::tuple<Rung, int>> {};
 
 TEST_P(GpuCapstoneStages, EveryStageCountAroundTheTileCount) {
-  const int stages = GetParam();
-  // k of 1 to 6 tiles of 16, and tails: fewer, as many and more tiles than stages.
-  for (int k : {1, 16, 17, 33, 48, 64, 65, 96, 129}) {
-    EXPECT_TRUE(matches_cublas({Rung::cp_async, stages}, {131, 257, k}, 1.0f, 0.5f));
-    EXPECT_TRUE(matches_cublas({Rung::cp_async, stages}, {64, 128, k}, -1.0f, 0.0f, false, true));
+  const auto [rung, stages] = GetParam();
+  if (skip_unless_runs(rung)) GTEST_SKIP() << capstone::name(rung) << " needs sm_90";
+  // k of 1 to 7 tiles of 32 and tails: fewer, as many and more tiles than stages (k a
+  // multiple of 4, which rung 5 needs; rung 4 also gets odd k on the element-wise path).
+  for (int k : {4, 28, 32, 36, 64, 96, 100, 128, 160, 224}) {
+    EXPECT_TRUE(matches_cublas({rung, stages}, {131, 260, k}, 1.0f, 0.5f));
+  }
+  if (rung == Rung::cp_async) {
+    for (int k : {1, 33, 65, 129}) {
+      EXPECT_TRUE(matches_cublas({rung, stages}, {64, 128, k}, -1.0f, 0.0f, false, true));
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStageCounts, GpuCapstoneStages,
-                         ::testing::Range(capstone::kMinStages, capstone::kMaxStages + 1));
+                         ::testing::Combine(::testing::Values(Rung::cp_async, Rung::tma),
+                                            ::testing::Range(capstone::kMinStages,
+                                                             capstone::kMaxStages + 1)),
+                         [](const auto& info) {
+                           return "rung" +
+                                  std::to_string(static_cast<int>(std::get<0>(info.param))) +
+                                  "_stages" + std::to_string(std::get<1>(info.param));
+                         });
+
+}  // namespace
+
+// ==== Part 2: the streamed pipeline ========================================================
+// CPU suites Streamed..., GPU suites GpuStreamed... (they skip without a GPU).
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include "course/flags.h"
+#include "streamed.cuh"
+
+namespace {
+
+namespace ot = overlap_transfers;
+using capstone::RowRange;
+using capstone::StreamedJob;
+
+/// The TODO of the streamed pipeline: issue_chunk().
+constexpr int kStreamTodo = 4;
+
+// ---- CPU tests: the chunks, the checks, the settings, the comparison, the CSV ------------
+
+TEST(StreamedChunks, RowsAreCutContiguouslyIntoChunksThatDifferByAtMostOneRow) {
+  for (const auto& [rows, chunks] : std::vector<std::pair<int, int>>{
+           {1000, 7}, {1, 1}, {13, 13}, {10, 3}, {257, 256}, {32768, 32}, {32768, 7}}) {
+    int next = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const RowRange r = capstone::chunk_rows(rows, chunks, c);
+      EXPECT_EQ(r.first, next) << rows << " rows, chunk " << c << " of " << chunks;
+      EXPECT_TRUE(r.count == rows / chunks || r.count == rows / chunks + 1)
+          << rows << " rows, chunk " << c << " of " << chunks << ": " << r.count << " rows";
+      next = r.first + r.count;
+    }
+    EXPECT_EQ(next, rows) << rows << " rows in " << chunks << " chunks";
+  }
+  // 1000 rows in 7: boundaries at floor(1000 c / 7).
+  EXPECT_EQ(capstone::chunk_rows(1000, 7, 0).count, 142);
+  EXPECT_EQ(capstone::chunk_rows(1000, 7, 1).first, 142);
+  EXPECT_EQ(capstone::chunk_rows(1000, 7, 6).first, 857);
+  EXPECT_EQ(capstone::chunk_rows(1000, 7, 6).count, 143);
+  for (const auto& [rows, chunks, index] : std::vector<std::tuple<int, int, int>>{
+           {10, 0, 0}, {10, 11, 0}, {10, 3, 3}, {10, 3, -1}, {0, 1, 0}}) {
+    EXPECT_THROW(capstone::chunk_rows(rows, chunks, index), std::invalid_argument)
+        << rows << " rows, chunk " << index << " of " << chunks;
+  }
+}
+
+/// A job of made-up, never dereferenced addresses, far enough apart not to overlap.
+StreamedJob fake_job(int rows, int k, int n) {
+  const auto at = [](std::uintptr_t mib) { return reinterpret_cast<float*>(mib << 20); };
+  return {at(1), at(100), at(200), at(300), at(400), rows, k, n, {Rung::cp_async, 4}};
+}
+
+TEST(StreamedJobChecks, BadJobsAndChunkCountsAreRejectedBeforeAnyCudaCall) {
+  EXPECT_NO_THROW(capstone::check_job(fake_job(10, 4, 4)));
+  std::vector<StreamedJob> bad(12, fake_job(10, 4, 4));
+  bad[0].rows = 0;
+  bad[1].k = 0;
+  bad[2].n = -1;
+  bad[3].host_a = nullptr;
+  bad[4].host_c = nullptr;
+  bad[5].device_w = nullptr;
+  bad[6].device_a = nullptr;
+  bad[7].device_c = nullptr;
+  bad[8].host_c = const_cast<float*>(bad[8].host_a) + 39;  // A's last float is C's first
+  bad[9].device_c = bad[9].device_a + 8;
+  bad[10].device_w = bad[10].device_c + 39;
+  bad[11].device_a = const_cast<float*>(bad[11].device_w) - 4;
+  const ot::StreamSet none;  // no streams: touches no CUDA API
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    EXPECT_THROW(capstone::check_job(bad[i]), std::invalid_argument) << "bad job " << i;
+    EXPECT_THROW(capstone::prepare_sequential(bad[i]), std::invalid_argument) << "bad job " << i;
+    EXPECT_THROW(capstone::prepare_streamed(bad[i], 2, none), std::invalid_argument) << i;
+    EXPECT_THROW(capstone::prepare_stage(ot::Stage::h2d, bad[i], 2), std::invalid_argument) << i;
+  }
+  const StreamedJob job = fake_job(10, 4, 4);
+  EXPECT_THROW(capstone::prepare_streamed(job, 0, none), std::invalid_argument);
+  EXPECT_THROW(capstone::prepare_streamed(job, 11, none), std::invalid_argument);
+  EXPECT_THROW(capstone::prepare_streamed(job, 2, none), std::invalid_argument);  // no streams
+  EXPECT_THROW(capstone::prepare_stage(ot::Stage::kernel, job, 0), std::invalid_argument);
+  EXPECT_THROW(capstone::prepare_stage(ot::Stage::d2h, job, 11), std::invalid_argument);
+  // No rows: nothing to copy, no CUDA call.
+  EXPECT_NO_THROW(capstone::copy_rows(nullptr, nullptr, {3, 0}, 4, cudaMemcpyHostToDevice, 0));
+  EXPECT_THROW(capstone::copy_rows(nullptr, nullptr, {3, 1}, 4, cudaMemcpyHostToDevice, 0),
+               std::invalid_argument);
+  EXPECT_THROW(capstone::copy_rows(nullptr, nullptr, {-1, 1}, 4, cudaMemcpyHostToDevice, 0),
+               std::invalid_argument);
+}
+
+TEST(StreamedSettings, DefaultsQuickSizesAndUsageErrors) {
+  const capstone::StreamedSettings full = capstone::streamed_settings(0, 0, "", false);
+  EXPECT_EQ(full.rows, 32768);
+  EXPECT_EQ(full.k, 1024);
+  EXPECT_EQ(full.n, 1024);
+  EXPECT_EQ(full.chunk_counts, (std::vector<int>{1, 2, 4, 8, 16, 32}));
+  const capstone::StreamedSettings quick = capstone::streamed_settings(0, 0, "", true);
+  EXPECT_EQ(quick.rows, 1000);
+  EXPECT_EQ(quick.k, 100);
+  EXPECT_EQ(quick.n, 52);
+  EXPECT_EQ(quick.chunk_counts, (std::vector<int>{1, 3, 7}));
+  const capstone::StreamedSettings given = capstone::streamed_settings(13, 36, "13,1,13,7", true);
+  EXPECT_EQ(given.rows, 13);
+  EXPECT_EQ(given.k, 36);
+  EXPECT_EQ(given.n, 36);
+  EXPECT_EQ(given.chunk_counts, (std::vector<int>{1, 7, 13}));
+  for (const auto& [rows, width, list] :
+       std::vector<std::tuple<int, int, std::string>>{{0, 0, "0"},
+                                                      {0, 0, "x"},
+                                                      {0, 0, "1,,2"},
+                                                      {0, 0, "4,"},
+                                                      {0, 0, ",4"},
+                                                      {0, 0, "257"},
+                                                      {5, 0, "6"},
+                                                      {-1, 0, ""},
+                                                      {0, -1, ""},
+                                                      {3000000, 0, ""},
+                                                      {2000000, 1024, ""}}) {
+    EXPECT_THROW(capstone::streamed_settings(rows, width, list, false), course::UsageError)
+        << "rows " << rows << " width " << width << " chunks '" << list << "'";
+  }
+}
+
+TEST(StreamedCompare, BitwiseMeansEveryBit) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> expected{1.0f, -0.0f, nan, 3.5f};
+  EXPECT_TRUE(capstone::compare_bitwise(expected, expected).ok());
+  std::vector<float> actual = expected;
+  actual[1] = 0.0f;                        // == but not the same bits
+  actual[3] = std::nextafter(3.5f, 4.0f);  // one unit in the last place
+  const course::Comparison c = capstone::compare_bitwise(expected, actual);
+  EXPECT_EQ(c.checked, 4u);
+  EXPECT_EQ(c.mismatches, 2u);
+  ASSERT_EQ(c.first.size(), 2u);
+  EXPECT_EQ(c.first[0].index, 1u);
+  EXPECT_EQ(c.first[1].index, 3u);
+  EXPECT_THROW(capstone::compare_bitwise(expected, std::vector<float>(3)), std::invalid_argument);
+}
+
+TEST(StreamedTimelineCsv, WritesLessonFifteenRowsInTheColumnsThePlotReads) {
+  ot::TimedOperation op;
+  op.chunk = 2;
+  op.stage = ot::Stage::kernel;
+  op.ready_ms = 1.0;
+  op.start_ms = 1.5;
+  op.end_ms = 2.25;
+  ot::model::ScheduledOperation s;
+  s.op.chunk = 0;
+  s.op.stage = ot::Stage::d2h;
+  s.ready = 0.5;
+  s.start = 0.75;
+  s.end = 1.0;
+  const std::string path = ::testing::TempDir() + "15_streamed_timeline_test.csv";
+  capstone::write_timeline_csv(path, "Test, GPU", 3, {{"streamed", {op}, {s}}});
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "lesson,gpu,source,order,chunks,chunk,stage,ready_ms,start_ms,end_ms");
+  EXPECT_EQ(lines[1],
+            "15_capstone,\"Test, GPU\",measured,streamed,3,2,kernel,1.000000,1.500000,2.250000");
+  EXPECT_EQ(lines[2],
+            "15_capstone,\"Test, GPU\",model,streamed,3,0,D2H,0.500000,0.750000,1.000000");
+  std::remove(path.c_str());
+  EXPECT_THROW(capstone::write_timeline_csv("/nonexistent-directory/x.csv", "g", 1, {}),
+               std::runtime_error);
+}
+
+// ---- GPU tests: the streamed C is the sequential C, which is cuBLAS's ---------------------
+
+/// One streamed job: A in pinned memory (hash-filled), W on the device, the staging
+/// buffers, and what the sequential C is checked against: cuBLAS on the whole problem and
+/// the error bound |A| |W|.
+struct StreamedProblem {
+  int rows, k, n;
+  course::PinnedBuffer<float> host_a, host_c;
+  course::DeviceBuffer<float> w, device_a, device_c;
+  std::vector<float> expected, bound;
+  StreamedJob job;
+
+  StreamedProblem(int rows_, int k_, int n_, capstone::Config config)
+      : rows(rows_),
+        k(k_),
+        n(n_),
+        host_a(static_cast<std::size_t>(rows_) * k_),
+        host_c(static_cast<std::size_t>(rows_) * n_),
+        w(static_cast<std::size_t>(k_) * n_),
+        device_a(host_a.size()),
+        device_c(host_c.size()) {
+    const auto seed = static_cast<std::uint32_t>(rows * 5 + k * 3 + n);
+    for (std::size_t i = 0; i < host_a.size(); ++i) host_a[i] = capstone::uniform_value(i, seed);
+    capstone::fill_uniform(w.span(), seed + 1, 0);
+    COURSE_CHECK(
+        cudaMemcpy(device_a.data(), host_a.data(), host_a.bytes(), cudaMemcpyHostToDevice));
+    const GemmShape whole{rows, n, k};
+    course::DeviceBuffer<float> out(host_c.size()), abs_a(host_a.size()), abs_w(w.size());
+    capstone::prepare_cublas_sgemm(whole, 1.0f, device_a.data(), w.data(), 0.0f, out.data())(0);
+    COURSE_CHECK(cudaDeviceSynchronize());
+    expected = course::to_host(out.cspan());
+    capstone::absolute_values(device_a.cspan(), abs_a.span(), 0);
+    capstone::absolute_values(w.cspan(), abs_w.span(), 0);
+    capstone::prepare_cublas_sgemm(whole, 1.0f, abs_a.data(), abs_w.data(), 0.0f, out.data())(0);
+    COURSE_CHECK(cudaDeviceSynchronize());
+    bound = course::to_host(out.cspan());
+    job = {host_a.data(), host_c.data(), w.data(), device_a.data(), device_c.data(), rows, k, n,
+           config};
+  }
+
+  /// Poisons C at both ends and A's staging (a missing or misordered operation leaves
+  /// poison or computes from it), runs `launch` on a stream of its own, returns C.
+  std::vector<float> run(const course::Launch& launch) {
+    const course::Stream stream;
+    std::memset(host_c.data(), course::kPoisonByte, host_c.bytes());
+    course::poison(device_a.data(), device_a.bytes(), stream);
+    course::poison(device_c.data(), device_c.bytes(), stream);
+    launch(stream);
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    return std::vector<float>(host_c.data(), host_c.data() + host_c.size());
+  }
+
+  std::string describe() const {
+    return std::to_string(rows) + " x " + std::to_string(k) + " rows of A, W " + std::to_string(k) +
+           " x " + std::to_string(n) + ", " + capstone::name(job.config.rung);
+  }
+};
+
+struct StreamedCase {
+  int rows, k, n;
+  std::vector<int> chunks;
+};
+
+const std::vector<StreamedCase> kStreamedCases = {
+    {1000, 36, 52, {1, 2, 7}},  // chunks of 142-143 rows: no tile boundary lines up
+    {1, 4, 4, {1}},             // one row
+    {13, 20, 12, {5, 13}},      // as many chunks as rows
+    {640, 256, 128, {4, 5}},    // whole tiles, the 16-byte paths
+    {257, 37, 50, {3, 16}},     // k, n not multiples of 4: the element-wise paths
+};
+
+class GpuStreamedVsSequential : public course::testing::GpuTestWithParam<std::tuple<int, Rung>> {};
+
+TEST_P(GpuStreamedVsSequential, SequentialWithinCublasBoundAndStreamedEqualBitForBit) {
+  const auto [index, rung] = GetParam();
+  const StreamedCase& c = kStreamedCases[static_cast<std::size_t>(index)];
+  if (const auto why = course::testing::gpu_unavailable(capstone::min_compute_capability(rung))) {
+    GTEST_SKIP() << *why;
+  }
+  if (rung == Rung::tma && (c.k % 4 != 0 || c.n % 4 != 0)) {
+    GTEST_SKIP() << "rung 5's tensor maps need rows that start 16-byte aligned";
+  }
+  StreamedProblem p(c.rows, c.k, c.n, {rung, capstone::kDefaultStages});
+  const std::vector<float> sequential = p.run(capstone::prepare_sequential(p.job));
+  const course::Comparison vs_cublas = capstone::compare_gemm(p.expected, p.bound, sequential, c.k);
+  EXPECT_TRUE(vs_cublas.ok()) << "sequential, " << p.describe() << ": " << vs_cublas.summary()
+                              << concerns_todo(kStreamTodo);
+  for (int chunks : c.chunks) {
+    const ot::StreamSet streams(chunks);
+    const std::vector<float> streamed = p.run(capstone::prepare_streamed(p.job, chunks, streams));
+    const course::Comparison same = capstone::compare_bitwise(sequential, streamed);
+    EXPECT_TRUE(same.ok()) << "streamed in " << chunks << " chunks vs sequential, " << p.describe()
+                           << ": " << same.summary() << concerns_todo(kStreamTodo);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AwkwardJobs, GpuStreamedVsSequential,
+    ::testing::Combine(::testing::Range(0, static_cast<int>(kStreamedCases.size())),
+                       ::testing::Values(Rung::cp_async, Rung::tma, Rung::smem_tiled)),
+    [](const auto& info) {
+      return "case" + std::to_string(std::get<0>(info.param)) + "_rung" +
+             std::to_string(static_cast<int>(std::get<1>(info.param)));
+    });
+
+class GpuStreamedTimeline : public course::testing::GpuTest {};
+
+TEST_F(GpuStreamedTimeline, EveryChunkRecordsItsThreeOperationsInStreamOrder) {
+  StreamedProblem p(1000, 36, 52, {Rung::cp_async, capstone::kDefaultStages});
+  const std::vector<float> sequential = p.run(capstone::prepare_sequential(p.job));
+  for (const int chunks : {1, 3}) {
+    ot::Timeline timeline;
+    const ot::StreamSet streams(chunks);
+    const std::vector<float> streamed =
+        p.run(capstone::prepare_streamed(p.job, chunks, streams, &timeline));
+    EXPECT_TRUE(capstone::compare_bitwise(sequential, streamed).ok())
+        << chunks << " chunks, with a timeline" << concerns_todo(kStreamTodo);
+    const std::vector<ot::TimedOperation> ops = timeline.read();
+    // Issued chunk by chunk, each chunk's copy in, GEMM and copy out (async V1).
+    const auto issued = ot::model::issue_order(ot::Order::per_chunk, chunks, {1, 1, 1});
+    ASSERT_EQ(ops.size(), issued.size())
+        << chunks << " chunks: every operation is recorded once" << concerns_todo(kStreamTodo);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      EXPECT_EQ(ops[i].chunk, issued[i].chunk) << "operation " << i << concerns_todo(kStreamTodo);
+      EXPECT_EQ(ops[i].stage, issued[i].stage) << "operation " << i << concerns_todo(kStreamTodo);
+      // One stream per chunk: an operation becomes ready only once the one before has ended.
+      if (i % 3 != 0) {
+        EXPECT_GE(ops[i].ready_ms, ops[i - 1].end_ms - 1e-3)
+            << "chunk " << ops[i].chunk << ": " << ot::stage_name(ops[i].stage)
+            << " became ready before " << ot::stage_name(ops[i - 1].stage) << " had ended"
+            << concerns_todo(kStreamTodo);
+      }
+    }
+  }
+}
+
+class GpuStreamedChecks : public course::testing::GpuTest {};
+
+TEST_F(GpuStreamedChecks, PageableHostArraysAndHostStagingAreRejected) {
+  StreamedProblem p(16, 8, 8, {Rung::cp_async, capstone::kDefaultStages});
+  std::vector<float> pageable_a(p.host_a.size()), pageable_c(p.host_c.size());
+  const ot::StreamSet streams(2);
+  StreamedJob job = p.job;
+  job.host_a = pageable_a.data();
+  EXPECT_THROW(capstone::prepare_sequential(job), std::invalid_argument);
+  job = p.job;
+  job.host_c = pageable_c.data();
+  EXPECT_THROW(capstone::prepare_streamed(job, 2, streams), std::invalid_argument);
+  EXPECT_THROW(capstone::prepare_stage(ot::Stage::d2h, job, 2), std::invalid_argument);
+  const course::PinnedBuffer<float> pinned(p.host_c.size());
+  job = p.job;
+  job.device_c = pinned.data();  // pinned host memory is no device staging
+  EXPECT_THROW(capstone::prepare_streamed(job, 2, streams), std::invalid_argument);
+  EXPECT_NO_THROW(capstone::prepare_streamed(p.job, 2, streams));
+}
 
 }  // namespace

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Lesson 14's timeline picture: an SVG Gantt chart of one async-v1 and one async-v2 run.
+"""The timeline picture of lessons 14 and 15: an SVG Gantt chart of chunked runs, measured and modelled.
 
     tools/plot_timeline.py 14_overlap_transfers_timeline.csv [-o OUT.svg] [--rows engine|stream]
     tools/plot_timeline.py --self-test
 
-Reads the timeline CSV that `14_overlap_transfers --csv FILE.csv` writes beside FILE.csv
-(FILE_timeline.csv: lesson, gpu, source, order, chunks, chunk, stage, ready_ms, start_ms,
-end_ms) and draws, for each order, the measured run above the engine-queue
-model's schedule of it (fed with the stage times measured in the same run), on one time
-axis. Plain Python, no plotting library: the output is a small hand-written SVG.
+Reads the timeline CSV that `14_overlap_transfers --csv FILE.csv` (one async-v1 and one
+async-v2 run) or `15_capstone --csv FILE.csv` (one sequential and one streamed run of the
+streamed GEMM) writes beside FILE.csv (FILE_timeline.csv: lesson, gpu, source, order,
+chunks, chunk, stage, ready_ms, start_ms, end_ms) and draws, for each order, the measured
+run above the engine-queue model's schedule of it (fed with the stage times measured in
+the same run), on one time axis. Plain Python, no plotting library: the output is a small
+hand-written SVG, by default 14_overlap_timeline.svg or 15_capstone_timeline.svg (after
+the CSV's lesson column) next to the CSV.
 
 --rows engine (default): one row per engine, as in the seed's pictures: host->device
 copies, kernels, device->host copies; each bar is one chunk's operation, numbered by chunk.
@@ -154,6 +157,13 @@ def draw(rows, mode):
     return "\n".join(out) + "\n"
 
 
+def default_output_name(rows):
+    """The picture's name after the CSV's lesson column: lesson 14 keeps its historical
+    14_overlap_timeline.svg, any other lesson gets <lesson>_timeline.svg."""
+    lesson = rows[0]["lesson"]
+    return "14_overlap_timeline.svg" if lesson.startswith("14") else f"{lesson}_timeline.svg"
+
+
 def self_test():
     header = "lesson,gpu,source,order,chunks,chunk,stage,ready_ms,start_ms,end_ms"
     # Synthetic values, only to exercise the parser and the drawing; never committed.
@@ -182,6 +192,26 @@ def self_test():
             bars = svg.count("<title>")
             checks.append((svg.startswith("<svg") and svg.rstrip().endswith("</svg>"), True))
             checks.append((bars, 24))
+        checks.append((default_output_name(rows), "14_overlap_timeline.svg"))
+        # Lesson 15's shape: a sequential run (one chunk, 3 operations) beside a 3-chunk one.
+        lines = [header]
+        for source in ("measured", "model"):
+            for k, stage in enumerate(STAGES):
+                lines.append(f"15_capstone,Test GPU,{source},sequential,3,0,{stage},"
+                             f"{3.0 * k:.6f},{3.0 * k:.6f},{3.0 * k + 3:.6f}")
+            for chunk in range(3):
+                for k, stage in enumerate(STAGES):
+                    lines.append(f"15_capstone,Test GPU,{source},streamed,3,{chunk},{stage},"
+                                 f"{chunk + k:.6f},{chunk + k:.6f},{chunk + k + 1:.6f}")
+        path = pathlib.Path(folder) / "15_capstone_timeline.csv"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        rows = read_rows(path)
+        checks.append(([(order, source) for order, source, _ in panels_of(rows)],
+                       [("sequential", "measured"), ("sequential", "model"),
+                        ("streamed", "measured"), ("streamed", "model")]))
+        checks.append((default_output_name(rows), "15_capstone_timeline.svg"))
+        for mode in ("engine", "stream"):
+            checks.append((draw(rows, mode).count("<title>"), 24))
         for actual, expected in checks:
             if actual != expected:
                 print(f"self-test FAILED: {actual!r} != {expected!r}")
@@ -193,9 +223,10 @@ def self_test():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("csv", nargs="?",
-                        help="the FILE_timeline.csv of 14_overlap_transfers --csv FILE.csv")
+                        help="the FILE_timeline.csv of 14_overlap_transfers or 15_capstone "
+                        "--csv FILE.csv")
     parser.add_argument("-o", "--output", help="SVG to write (default: 14_overlap_timeline.svg "
-                        "next to the CSV)")
+                        "or 15_capstone_timeline.svg, after the CSV's lesson, next to the CSV)")
     parser.add_argument("--rows", choices=["engine", "stream"], default="engine")
     parser.add_argument("--self-test", action="store_true", help="check this script and exit")
     args = parser.parse_args()
@@ -204,8 +235,9 @@ def main():
     if not args.csv:
         parser.error("give the timeline CSV (or --self-test)")
     path = pathlib.Path(args.csv)
-    output = pathlib.Path(args.output) if args.output else path.with_name("14_overlap_timeline.svg")
-    output.write_text(draw(read_rows(path), args.rows))
+    rows = read_rows(path)
+    output = pathlib.Path(args.output) if args.output else path.with_name(default_output_name(rows))
+    output.write_text(draw(rows, args.rows))
     print(f"wrote {output}")
     return 0
 

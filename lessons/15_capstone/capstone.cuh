@@ -1,12 +1,13 @@
 /// \file capstone.cuh
 /// \brief Lesson 15 (capstone): a single-precision GEMM, C = alpha A B + beta C, climbed
-/// rung by rung from shared-memory tiling to a multi-stage cp.async pipeline, and checked
-/// against cuBLAS.
+/// rung by rung from shared-memory tiling to a multi-stage cp.async pipeline and to TMA
+/// tensor loads fed by a producer warp, and checked against cuBLAS.
 ///
-/// The API the driver (main.cu) and the tests call. The kernels live in capstone.cu (the
-/// student's file: the starter in lessons/, the complete version in solutions/); the small
-/// device helpers they share in capstone_device.cuh; the launchers and the cuBLAS reference
-/// in capstone_launch.cu (read-only).
+/// API the driver (main.cu) and the tests call. The asynchronous rungs (4 and 5) live in
+/// capstone.cu (the student's file: the starter in lessons/, the complete version in
+/// solutions/); rungs 1-3, which stage every tile through registers, in
+/// capstone_register_staged.cuh; the device helpers they share in capstone_device.cuh; the
+/// launchers and the cuBLAS reference in capstone_launch.cu (all read-only).
 ///
 /// Every matrix is row-major and dense: A is m x k (leading dimension k), B is k x n
 /// (leading dimension n), C is m x n (leading dimension n). All arithmetic is fp32 fused
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "course/data.h"
+#include "course/device.h"
 #include "course/launch.h"
 
 namespace capstone {
@@ -30,14 +32,15 @@ enum class Rung {
   smem_tiled = 1,        ///< "1-smem": 32 x 32 tiles staged through registers into shared memory
   register_blocked = 2,  ///< "2-regblock": 128 x 128 tiles, an 8 x 8 micro-tile per thread, float4
   warp_tiled = 3,  ///< "3-warptile": each warp owns a 64 x 32 slab; double-buffered shared tiles
-  cp_async = 4,    ///< "4-cp-async": tiles land through a multi-stage cp.async pipeline
+  cp_async = 4,    ///< "4-cp-async": 128 x 32 tiles land through a multi-stage cp.async pipeline
+  tma = 5,         ///< "5-tma": the same tiles as TMA tensor loads from a producer warp (sm_90)
 };
 
 /// Every rung, in ladder order.
 inline constexpr Rung kRungs[] = {Rung::smem_tiled, Rung::register_blocked, Rung::warp_tiled,
-                                  Rung::cp_async};
+                                  Rung::cp_async, Rung::tma};
 
-/// The variant name of a rung: "1-smem", "2-regblock", "3-warptile", "4-cp-async".
+/// The variant name of a rung: "1-smem", "2-regblock", "3-warptile", "4-cp-async", "5-tma".
 inline const char* name(Rung rung) {
   switch (rung) {
     case Rung::smem_tiled:
@@ -48,8 +51,16 @@ inline const char* name(Rung rung) {
       return "3-warptile";
     case Rung::cp_async:
       return "4-cp-async";
+    case Rung::tma:
+      return "5-tma";
   }
   return "?";
+}
+
+/// The compute capability a rung needs: 9.0 for the tensor memory accelerator (rung 5), 8.0
+/// (cp.async) for the others.
+inline course::ComputeCapability min_compute_capability(Rung rung) {
+  return rung == Rung::tma ? course::ComputeCapability{9, 0} : course::ComputeCapability{8, 0};
 }
 
 /// The problem size: C is m x n, the inner dimension is k.
@@ -75,35 +86,43 @@ inline std::string to_string(GemmShape s) {
 /// Rung 1: a 32 x 32 tile of C per block of 32 x 32 threads, one element per thread.
 inline constexpr int kSmemTile = 32;
 
-/// Rungs 2-4: a 128 x 128 tile of C per block of 256 threads, an 8 x 8 micro-tile each.
+/// Rungs 2-5: a 128 x 128 tile of C per block of 256 computing threads, an 8 x 8 micro-tile
+/// each (rung 5 adds a 32-thread producer warp).
 inline constexpr int kBlockM = 128;
 inline constexpr int kBlockN = 128;
 inline constexpr int kThreads = 256;
 inline constexpr int kMicroM = 8;
 inline constexpr int kMicroN = 8;
-/// The k-depth of one shared tile: 8 for rungs 2 and 3, 16 for the cp.async rung.
+/// The k-depth of one shared tile: 8 for rungs 2 and 3 (tiles staged through registers),
+/// 32 for rungs 4 and 5 (a row of the A tile is then 128 bytes: one 128-byte swizzle span).
 inline constexpr int kBlockK = 8;
-inline constexpr int kAsyncBlockK = 16;
-/// Rung 3 and 4's warp layout: 2 x 4 warps, each a 64 x 32 slab of the block tile, walked in
-/// 2 x 2 sub-tiles of 32 x 16 (8 x 4 lanes, a 4 x 4 piece each).
+inline constexpr int kAsyncBlockK = 32;
+/// Rungs 3-5's warp layout: 2 x 4 warps, each a 64 x 32 slab of the block tile.
 inline constexpr int kWarpM = 64;
 inline constexpr int kWarpN = 32;
+/// Rung 5's block: the 8 computing warps and one producer warp that issues the tensor loads.
+inline constexpr int kTmaThreads = kThreads + 32;
 
-/// Stage counts the cp.async rung is compiled for (wait_group's immediate is Stages - 2).
+/// Stage counts rungs 4 and 5 are compiled for (rung 4's wait_group immediate is Stages - 2).
 inline constexpr int kMinStages = 2;
 inline constexpr int kMaxStages = 4;
 inline constexpr int kDefaultStages = 4;
 
-/// Dynamic shared memory of the cp.async rung with `stages` stages: per stage, one
-/// 128 x 16 tile of A and one 16 x 128 tile of B, fp32.
-__host__ __device__ constexpr std::size_t cp_async_shared_bytes(int stages) {
-  return static_cast<std::size_t>(stages) * (kBlockM * kAsyncBlockK + kAsyncBlockK * kBlockN) *
-         sizeof(float);
+/// Bytes of one stage of rungs 4 and 5: a 128 x 32 tile of A and a 32 x 128 tile of B, fp32.
+inline constexpr std::size_t kStageBytes =
+    static_cast<std::size_t>(kBlockM * kAsyncBlockK + kAsyncBlockK * kBlockN) * sizeof(float);
+
+/// Dynamic shared memory of rung 4 or 5 with `stages` stages: the stages, plus (rung 5) the
+/// slack that lets the kernel start them on a 1024-byte boundary (the 128-byte swizzle
+/// pattern is computed from address bits).
+__host__ __device__ constexpr std::size_t pipeline_shared_bytes(Rung rung, int stages) {
+  return static_cast<std::size_t>(stages) * kStageBytes + (rung == Rung::tma ? 1024 : 0);
 }
 
 /// Whether the 16-byte paths apply: every row of A and B starts 16-byte aligned (k and n
-/// multiples of 4, all three base pointers 16-byte aligned). Otherwise the kernels read
-/// element by element (rungs 2-3: scalar loads; rung 4: 4-byte cp.async with zero fill).
+/// multiples of 4, all three base pointers 16-byte aligned). Otherwise rungs 2-4 read
+/// element by element (rungs 2-3: scalar loads; rung 4: 4-byte cp.async with zero fill),
+/// and rung 5 cannot run: a tensor map needs 16-byte aligned rows.
 bool vector_path(GemmShape s, const float* a, const float* b, const float* c);
 
 /// The number of bytes of the 16-byte chunk that starts at element `col` of a row of `len`
@@ -113,19 +132,18 @@ __host__ __device__ constexpr unsigned chunk_bytes(int col, int len) {
   return col >= len ? 0u : len - col >= 4 ? 16u : static_cast<unsigned>((len - col) * 4);
 }
 
-/// The swizzled 16-byte chunk that chunk `chunk` (0-3) of row `row` of the cp.async rung's
-/// A tile is stored at: chunk ^ ((row / 4) % 4). Rows read together by a warp (4 apart)
-/// land in different banks.
-__host__ __device__ constexpr int a_chunk_swizzle(int row, int chunk) {
-  return chunk ^ ((row >> 2) & 3);
-}
+/// Where chunk `chunk` (0-7: floats 4 chunk .. 4 chunk + 3) of row `row` of the A tile of
+/// rungs 4 and 5 is stored within the row's 128 bytes: chunk ^ (row % 8), the tensor memory
+/// accelerator's 128-byte swizzle (rung 4's copies place the chunks the same way). The 8
+/// consecutive rows a warp reads together then sit in 8 different groups of 4 banks.
+__host__ __device__ constexpr int a_chunk_swizzle(int row, int chunk) { return chunk ^ (row & 7); }
 
 // ---- Launching ---------------------------------------------------------------------------
 
 /// What one launch of a rung does beyond the shape.
 struct Config {
   Rung rung = Rung::cp_async;
-  int stages = kDefaultStages;  ///< the cp.async rung only: kMinStages..kMaxStages
+  int stages = kDefaultStages;  ///< rungs 4 and 5 only: kMinStages..kMaxStages
 };
 
 /// Validates the arguments, sets the kernel's shared-memory attribute and picks the kernel,
@@ -133,11 +151,21 @@ struct Config {
 /// When beta == 0, C is not read (it may hold NaN), as in BLAS.
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise): m, n, k
-/// >= 0; m and n at most 65535 x 128 (the grid's y limit); every pointer non-null when its
-/// matrix is not empty; a known rung; stages in range. k == 0 gives C = beta C; an empty C
-/// gives a launch that does nothing.
+/// >= 0; m at most 65535 x 32 (the grid's y limit); every pointer non-null when its matrix
+/// is not empty; a known rung; stages in range; for rung 5 the 16-byte path (vector_path).
+/// Then rung 5 needs a compute capability 9.0 device (course::NoDevice otherwise). k == 0
+/// gives C = beta C; an empty C gives a launch that does nothing.
 course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha, const float* a,
                              const float* b, float beta, float* c);
+
+/// How long rung 5's mbarrier waits wait before they give up (2 s): a phase that never
+/// completes is a bug, reported by take_wait_timeouts() instead of hanging the GPU.
+inline constexpr unsigned long long kWaitLimitNs = 2000000000ull;
+
+/// The number of rung 5's mbarrier waits that gave up since the last call, and resets it to
+/// 0 (synchronises the device first). A kernel whose wait gave up still finishes, with
+/// wrong results: the driver and the tests ask after every checked run.
+unsigned long long take_wait_timeouts();
 
 /// The reference: the same product through cublasSgemm (CUBLAS_DEFAULT_MATH: fp32, no TF32).
 /// The launch holds its own cuBLAS handle. Every cuBLAS status is checked: a failure throws

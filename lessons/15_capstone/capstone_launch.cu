@@ -1,6 +1,7 @@
 // Lesson 15's launchers: argument checks, the kernel for a rung, a path and a stage count, the
-// shared-memory opt-in, the cuBLAS reference, and the tolerance check. Read-only: the build
-// compiles this file in one unit with capstone.cu (yours, and separately the solution's).
+// shared-memory opt-in, rung 5's tensor maps, the cuBLAS reference, and the tolerance check.
+// Read-only: the build compiles this file in one unit with capstone.cu (yours, and separately
+// the solution's).
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -11,8 +12,11 @@
 #include <string>
 
 #include "capstone.cuh"
+#include "capstone_register_staged.cuh"
 #include "course/check.h"
+#include "course/device.h"
 #include "course/launch.h"
+#include "tensor_map.h"  // lesson 11: describing a matrix to the tensor memory accelerator
 
 namespace capstone {
 namespace {
@@ -45,8 +49,42 @@ Kernel kernel_for(const Config& config) {
       return course::with_stage_count<kMinStages, kMaxStages>(config.stages, [](auto s) -> Kernel {
         return sgemm_cp_async_kernel<Vec, decltype(s)::value>;
       });
+    case Rung::tma:
+      break;  // a kernel of its own signature: prepare_tma()
   }
   throw std::invalid_argument(std::string(kWhere) + ": unknown rung");
+}
+
+using TmaKernel = void (*)(CUtensorMap, CUtensorMap, int, int, int, float, float, float*);
+
+/// Rung 5: A in boxes of 128 rows x 32 columns (128-byte rows, swizzled), B in boxes of 32
+/// rows x 128 columns (512-byte rows, not swizzled: the computing warps read 64 contiguous
+/// bytes of a row of B at a time, which no bank sees twice). Outside the matrix the boxes
+/// are filled with zeros, so a k that is not a multiple of 32 needs no special case.
+course::Launch prepare_tma(const Config& config, GemmShape shape, float alpha, const float* a,
+                           const float* b, float beta, float* c) {
+  namespace tm = tma_tensor_copy;
+  const int m = shape.m, n = shape.n, k = shape.k;
+  CUtensorMap a_map{}, b_map{};  // k == 0: no tile, no load; the maps are never read
+  if (k > 0) {
+    a_map = tm::encode_tensor_map(
+        tm::matrix_spec(a, m, k, k, kBlockM, kAsyncBlockK, tm::Swizzle::b128, tm::OobFill::zero),
+        "capstone: the tensor map of A");
+    b_map = tm::encode_tensor_map(
+        tm::matrix_spec(b, k, n, n, kAsyncBlockK, kBlockN, tm::Swizzle::none, tm::OobFill::zero),
+        "capstone: the tensor map of B");
+  }
+  const TmaKernel kernel = course::with_stage_count<kMinStages, kMaxStages>(
+      config.stages, [](auto s) -> TmaKernel { return sgemm_tma_kernel<decltype(s)::value>; });
+  const std::size_t shared = pipeline_shared_bytes(Rung::tma, config.stages);
+  COURSE_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(shared)));
+  const dim3 grid((n + kBlockN - 1) / kBlockN, (m + kBlockM - 1) / kBlockM);
+  return [=](cudaStream_t stream) {
+    kernel<<<grid, kTmaThreads, shared, stream>>>(a_map, b_map, m, n, k, alpha, beta, c);
+    COURSE_CHECK_LAUNCH();
+  };
 }
 
 __global__ void absolute_kernel(const float* in, float* out, std::size_t count) {
@@ -82,25 +120,33 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
       m <= 65535 * kSmemTile, kWhere,
       "m must be at most " + std::to_string(65535 * kSmemTile) + " (the grid's y limit)");
   course::require(config.rung == Rung::smem_tiled || config.rung == Rung::register_blocked ||
-                      config.rung == Rung::warp_tiled || config.rung == Rung::cp_async,
+                      config.rung == Rung::warp_tiled || config.rung == Rung::cp_async ||
+                      config.rung == Rung::tma,
                   kWhere, "unknown rung");
-  course::require(
-      config.rung != Rung::cp_async || (config.stages >= kMinStages && config.stages <= kMaxStages),
-      kWhere,
-      "stages must be in [" + std::to_string(kMinStages) + ", " + std::to_string(kMaxStages) +
-          "], got " + std::to_string(config.stages));
+  const bool pipelined = config.rung == Rung::cp_async || config.rung == Rung::tma;
+  course::require(!pipelined || (config.stages >= kMinStages && config.stages <= kMaxStages),
+                  kWhere,
+                  "stages must be in [" + std::to_string(kMinStages) + ", " +
+                      std::to_string(kMaxStages) + "], got " + std::to_string(config.stages));
   const bool empty_c = m == 0 || n == 0;
   course::require(empty_c || c != nullptr, kWhere, "C is null");
   course::require(empty_c || k == 0 || (a != nullptr && b != nullptr), kWhere, "A or B is null");
   if (empty_c) return [](cudaStream_t) {};
 
   const bool vec = vector_path(shape, a, b, c);
+  if (config.rung == Rung::tma) {
+    course::require(vec, kWhere,
+                    "rung 5 (TMA) needs k and n multiples of 4 and 16-byte aligned A, B and C "
+                    "(a tensor map's rows start 16-byte aligned), got " +
+                        to_string(shape));
+    course::require_current_device({9, 0}, kWhere, "rung 5 uses the tensor memory accelerator");
+    return prepare_tma(config, shape, alpha, a, b, beta, c);
+  }
   const Kernel kernel = vec ? kernel_for<true>(config) : kernel_for<false>(config);
   const int tile = config.rung == Rung::smem_tiled ? kSmemTile : kBlockM;
   const dim3 grid((n + tile - 1) / tile, (m + tile - 1) / tile);
   const dim3 block = config.rung == Rung::smem_tiled ? dim3(kSmemTile, kSmemTile) : dim3(kThreads);
-  const std::size_t shared =
-      config.rung == Rung::cp_async ? cp_async_shared_bytes(config.stages) : 0;
+  const std::size_t shared = pipelined ? pipeline_shared_bytes(config.rung, config.stages) : 0;
   if (shared > 0) {
     COURSE_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -110,6 +156,17 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
     kernel<<<grid, block, shared, stream>>>(m, n, k, alpha, a, b, beta, c);
     COURSE_CHECK_LAUNCH();
   };
+}
+
+unsigned long long take_wait_timeouts() {
+  COURSE_CHECK(cudaDeviceSynchronize());
+  unsigned long long count = 0;
+  COURSE_CHECK(cudaMemcpyFromSymbol(&count, g_wait_timeouts, sizeof(count)));
+  if (count != 0) {
+    const unsigned long long zero = 0;
+    COURSE_CHECK(cudaMemcpyToSymbol(g_wait_timeouts, &zero, sizeof(zero)));
+  }
+  return count;
 }
 
 course::Launch prepare_cublas_sgemm(GemmShape shape, float alpha, const float* a, const float* b,

@@ -1,11 +1,12 @@
 // Lesson 15 driver: the SGEMM ladder, C = alpha A B + beta C in fp32 on the CUDA cores, every
 // rung checked element by element against cuBLAS (cublasSgemm, measured in the same run as the
-// reference) with a tolerance that grows with k, then timed in TFLOP/s. --sweep adds a sweep
-// over square sizes (written to FILE_sweep.csv with --csv).
+// reference) with a tolerance that grows with k, then timed in TFLOP/s, and a sweep over
+// square sizes (written to FILE_sweep.csv with --csv; --no-sweep leaves it out).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "course/data.h"
 #include "course/harness.h"
 #include "course/launch.h"
+#include "streamed.cuh"
 
 namespace {
 
@@ -25,7 +27,7 @@ using capstone::Rung;
 constexpr const char* kLesson = "15_capstone";
 constexpr const char* kReference = "cuBLAS";
 constexpr int kDefaultSize = 4096;
-constexpr GemmShape kQuickShape{509, 383, 257};  // primes and near-primes: every edge path
+constexpr GemmShape kQuickShape{509, 388, 260};  // m prime, no dimension a multiple of 128
 constexpr float kAlpha = 1.0f;
 constexpr float kBeta = 0.0f;
 
@@ -82,7 +84,11 @@ struct Problem {
                 cudaMemcpyAsync(c.data(), c0.data(), c.bytes(), cudaMemcpyDeviceToDevice, s));
           }
         },
-        [this] {
+        [this, name] {
+          if (const auto timeouts = capstone::take_wait_timeouts(); timeouts != 0) {
+            throw std::runtime_error(name + ": " + std::to_string(timeouts) +
+                                     " mbarrier waits gave up (a phase never completed)");
+          }
           return capstone::compare_gemm(expected, bound, course::to_host(c.cspan()), shape.k);
         }};
   }
@@ -97,25 +103,38 @@ struct Problem {
 int main(int argc, char** argv) {
   course::CommonOptions options;
   int m = 0, n = 0, k = 0, rung = 0, stages = capstone::kDefaultStages;
-  bool sweep = false;
+  bool no_sweep = false;
   course::FlagParser flags(
       kLesson,
       "Lesson 15: the SGEMM ladder. C = alpha A B + beta C (row-major, fp32 FMA on the CUDA\n"
-      "cores, alpha = 1, beta = 0) by four kernels, each adding one idea: 1-smem (shared\n"
+      "cores, alpha = 1, beta = 0) by five kernels, each adding one idea: 1-smem (shared\n"
       "tiles through registers), 2-regblock (8 x 8 register micro-tiles, float4), 3-warptile\n"
-      "(warp tiling, double buffering), 4-cp-async (a multi-stage cp.async pipeline). Every\n"
-      "rung is checked against cuBLAS, measured in the same run as the reference.");
+      "(warp tiling, double buffering), 4-cp-async (a multi-stage cp.async pipeline),\n"
+      "5-tma (TMA tensor loads fed by a producer warp through full/empty mbarriers; sm_90).\n"
+      "Every rung is checked against cuBLAS, measured in the same run as the reference.");
   flags.add_common(options, "m = n = k of a square problem (default 4096)", variant_names());
   flags.add_int("m", &m, 0, "rows of A and C (overrides --size)");
   flags.add_int("n", &n, 0, "columns of B and C (overrides --size)");
   flags.add_int("k", &k, 0, "columns of A, rows of B (overrides --size)");
-  flags.add_int("rung", &rung, 0, "run only this rung, 1 to 4 (0: all)");
-  flags.add_int("stages", &stages, 0, "stages of the cp.async rung, 2 to 4 (default 4)");
-  flags.add_bool("sweep", &sweep, "also sweep square sizes 512, 1024, 2048, 4096, 8192");
+  flags.add_int("rung", &rung, 0, "run only this rung, 1 to 5 (0: all)");
+  flags.add_int("stages", &stages, 0, "stages of rungs 4 and 5, 2 to 4 (default 4)");
+  flags.add_bool("no-sweep", &no_sweep,
+                 "leave out the sweep over square sizes 512 ... 8192 (--quick: 128, 256)");
+  int rows = 0, width = 0;  // Part 2, the streamed GEMM (streamed.cuh)
+  std::string chunk_list, part;
+  capstone::StreamedSettings streamed;
+  flags.add_int("rows", &rows, 1, "Part 2: rows of A and C (default 32768; --quick 1000)");
+  flags.add_int("width", &width, 1, "Part 2: k = n (default 1024; --quick k = 100, n = 52)");
+  flags.add_string("chunks", &chunk_list,
+                   "Part 2: chunk counts, comma-separated (default 1,2,4,8,16,32; --quick 1,3,7)");
+  flags.add_choice("part", &part, {"gemm", "stream", "all"},
+                   "gemm: the ladder, stream: the streamed GEMM, all (default): both");
 
   auto validate = [&] {
-    if (rung < 0 || rung > 4) {
-      throw course::UsageError("--rung must be in [0, 4], got " + std::to_string(rung));
+    if (rung < 0 || rung > static_cast<int>(std::size(capstone::kRungs))) {
+      throw course::UsageError("--rung must be in [0, " +
+                               std::to_string(std::size(capstone::kRungs)) + "], got " +
+                               std::to_string(rung));
     }
     if (rung != 0 && !options.variant.empty()) {
       throw course::UsageError("give --rung or --variant, not both");
@@ -128,6 +147,7 @@ int main(int argc, char** argv) {
     }
     if (m > 65535 * capstone::kSmemTile) throw course::UsageError("--m must be at most 2097120");
     if (rung != 0) options.variant = capstone::name(capstone::kRungs[rung - 1]);
+    streamed = capstone::streamed_settings(rows, width, chunk_list, options.quick);
   };
 
   auto body = [&](const course::DeviceSummary& gpu) {
@@ -143,10 +163,25 @@ int main(int argc, char** argv) {
     if (k) shape.k = k;
     std::cout << "lesson 15 capstone: SGEMM " << capstone::to_string(shape)
               << " (m x n x k), alpha = " << kAlpha << ", beta = " << kBeta << ", "
-              << capstone::kThreads << " threads per block in rungs 2-4, " << stages
-              << " cp.async stages; tolerance per element: 2 gamma(k + 2) (|alpha| |A| |B| + "
+              << capstone::kThreads << " computing threads per block in rungs 2-5, " << stages
+              << " stages in rungs 4-5; tolerance per element: 2 gamma(k + 2) (|alpha| |A| |B| + "
                  "|beta| |C|), gamma(k + 2) = "
               << capstone::error_factor(shape.k) << "\n";
+    // The rungs this GPU runs (rung 5 needs the tensor memory accelerator of sm_90).
+    std::vector<Rung> rungs;
+    for (Rung r : capstone::kRungs) {
+      const std::string name = capstone::name(r);
+      if (!options.variant.empty() && options.variant != name) continue;
+      if (!(gpu.cc >= capstone::min_compute_capability(r))) {
+        std::cout << "  " << name << ": not run (needs compute capability "
+                  << capstone::min_compute_capability(r).major << "."
+                  << capstone::min_compute_capability(r).minor << ")\n";
+      } else if (r == Rung::tma && (shape.k % 4 != 0 || shape.n % 4 != 0)) {
+        std::cout << "  " << name << ": not run (a tensor map needs k and n multiples of 4)\n";
+      } else {
+        rungs.push_back(r);
+      }
+    }
 
     course::Harness harness(kLesson, options, gpu);
     harness.unit("TFLOP/s", 1e12);
@@ -155,10 +190,10 @@ int main(int argc, char** argv) {
     harness.reference(kReference, capstone::flops(shape),
                       capstone::prepare_cublas_sgemm(shape, kAlpha, main_problem.a.data(),
                                                      main_problem.b.data(), kBeta, ref_out.data()));
+    const bool ladder = part != "stream";
     std::vector<std::string> ran;
-    for (Rung r : capstone::kRungs) {
+    for (Rung r : ladder ? rungs : std::vector<Rung>{}) {
       const std::string name = capstone::name(r);
-      if (!options.variant.empty() && options.variant != name) continue;
       harness.run(main_problem.variant(name, main_problem.rung(r, stages)));
       ran.push_back(name);
     }
@@ -167,7 +202,7 @@ int main(int argc, char** argv) {
       harness.headline(ran.back());
     }
 
-    if (sweep) {
+    if (ladder && !no_sweep) {
       const std::vector<int> sizes = options.quick ? std::vector<int>{128, 256}
                                                    : std::vector<int>{512, 1024, 2048, 4096, 8192};
       for (int s : sizes) {
@@ -181,12 +216,17 @@ int main(int argc, char** argv) {
                                                                      p.b.data(), kBeta, out.data()),
                                       {},
                                       {}});
-        for (Rung r : capstone::kRungs) {
-          const std::string name = capstone::name(r);
-          if (!options.variant.empty() && options.variant != name) continue;
-          harness.sweep("square", params, p.variant(name, p.rung(r, stages)));
+        for (Rung r : rungs) {
+          harness.sweep("square", params, p.variant(capstone::name(r), p.rung(r, stages)));
         }
       }
+    }
+
+    if (part != "gemm") {  // Part 2 with the fastest rung this GPU runs on its shape
+      const bool tma = gpu.cc >= capstone::min_compute_capability(Rung::tma) &&
+                       streamed.k % 4 == 0 && streamed.n % 4 == 0;
+      capstone::run_streamed(harness, gpu, streamed, {tma ? Rung::tma : Rung::cp_async, stages},
+                             options.csv);
     }
 
     // ---- targets: ratios of this run (judged at the default 4096^3; printed at any size) ----

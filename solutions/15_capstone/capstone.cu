@@ -1,212 +1,45 @@
-// Your exercise: the TODOs in this file. Read-only: the helpers (capstone_device.cuh: the
-// cp.async wrappers, the tile loads, the epilogue), the launchers (capstone_launch.cu), the
-// rest of the lesson.
+// Your exercise: the TODOs in this file. Read-only: rungs 1-3 (capstone_register_staged.cuh),
+// the device helpers (capstone_device.cuh), the launchers (capstone_launch.cu), the rest.
 //
-// Lesson 15: four SGEMM kernels, C = alpha A B + beta C (row-major, fp32 FMA), each one idea
-// past the one before:
-//   rung 1  a 32 x 32 tile per block, staged global -> registers -> shared, one output each
-//   rung 2  a 128 x 128 tile per block, an 8 x 8 micro-tile of C in each thread's registers
-//   rung 3  the same, with each warp owning a 64 x 32 slab and double-buffered shared tiles
-//   rung 4  the tiles arrive through a multi-stage cp.async pipeline instead of registers
+// Lesson 15: the two asynchronous rungs of the SGEMM ladder. Both compute a 128 x 128 tile of
+// C per block with the same 8 computing warps and the same stages in shared memory (a
+// 128 x 32 tile of A, its 128-byte rows swizzled, and a 32 x 128 tile of B); they differ
+// only in how the stages are filled:
+//   rung 4  every thread copies its share with cp.async, and the whole block waits at a
+//           barrier before it computes a stage (lessons 06 and 09)
+//   rung 5  one producer thread fills each stage with two TMA tensor loads; full and empty
+//           mbarriers, one pair per stage, replace the block-wide barrier (lessons 10-11)
+#include <cuda.h>  // CUtensorMap
+#include <cuda/ptx>
+
 #include "capstone.cuh"
 #include "capstone_device.cuh"
 
 namespace capstone {
 namespace {
 
-// ---- Rung 1: shared-memory tiling through registers -------------------------------------
-
-__global__ void __launch_bounds__(kSmemTile* kSmemTile)
-    sgemm_smem_kernel(int m, int n, int k, float alpha, const float* a, const float* b, float beta,
-                      float* c) {
-  __shared__ float as[kSmemTile][kSmemTile];
-  __shared__ float bs[kSmemTile][kSmemTile];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int row = blockIdx.y * kSmemTile + ty;
-  const int col = blockIdx.x * kSmemTile + tx;
-  float sum = 0.f;
-  for (int k0 = 0; k0 < k; k0 += kSmemTile) {
-    // Each thread loads one element of each tile into a register, then stores it.
-    const float av = row < m && k0 + tx < k ? a[static_cast<std::size_t>(row) * k + k0 + tx] : 0.f;
-    const float bv = k0 + ty < k && col < n ? b[static_cast<std::size_t>(k0 + ty) * n + col] : 0.f;
-    as[ty][tx] = av;
-    bs[ty][tx] = bv;
-    __syncthreads();
-    // TODO 1: afterwards `sum` has gained this tile's share of the dot product of row `ty`
-    //         of as and column `tx` of bs (fused multiply-adds, k in order).
-    // BEGIN SOLUTION
-#pragma unroll
-    for (int kk = 0; kk < kSmemTile; ++kk) sum = fmaf(as[ty][kk], bs[kk][tx], sum);
-    // STARTER: sum = fmaf(0.f, as[ty][0] + bs[0][tx], sum);
-    // END SOLUTION
-    __syncthreads();
-  }
-  if (row < m && col < n) {
-    float* p = c + static_cast<std::size_t>(row) * n + col;
-    *p = beta != 0.f ? fmaf(beta, *p, alpha * sum) : alpha * sum;
-  }
-}
-
-// ---- The register micro-tile (rungs 2-4) -------------------------------------------------
-
-// TODO 2: afterwards acc[i][j] has gained a[i] x b[j] for all 8 x 8 pairs (one fused
-//         multiply-add each): 16 values read from shared memory feed 64 FMAs.
-__device__ inline void outer_product(float (&acc)[kMicroM][kMicroN], const float (&a)[kMicroM],
-                                     const float (&b)[kMicroN]) {
-  // BEGIN SOLUTION
-#pragma unroll
-  for (int i = 0; i < kMicroM; ++i) {
-#pragma unroll
-    for (int j = 0; j < kMicroN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-  }
-  // STARTER: (void)acc; (void)a; (void)b;
-  // END SOLUTION
-}
-
-/// Two float4 as one 8-element fragment.
-__device__ inline void unpack(float (&f)[8], float4 lo, float4 hi) {
-  f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w;
-  f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
-}
-
-__device__ inline float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-
-// ---- Rung 2: register blocking -----------------------------------------------------------
-
-template <bool Vec>
-__global__ void __launch_bounds__(kThreads)
-    sgemm_regblock_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
-                          float beta, float* c) {
-  __shared__ __align__(16) float as[kBlockK * kAStride];  // transposed: as[k][m]
-  __shared__ __align__(16) float bs[kBlockK * kBlockN];
-  const int t = threadIdx.x, tx = t % 16, ty = t / 16;
-  const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
-  float acc[kMicroM][kMicroN] = {};
-  float af[kMicroM], bf[kMicroN];
-  for (int k0 = 0; k0 < k; k0 += kBlockK) {
-    store_a_transposed(as, load_a_chunk<Vec>(a, m, k, m0, k0, t), t);
-    store_b(bs, load_b_chunk<Vec>(b, k, n, k0, n0, t), t);
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kBlockK; ++kk) {
-      // Rows ty*4.. and 64+ty*4.., columns tx*4.. and 64+tx*4..: float4 reads, no conflicts.
-      unpack(af, load4(&as[kk * kAStride + ty * 4]), load4(&as[kk * kAStride + 64 + ty * 4]));
-      unpack(bf, load4(&bs[kk * kBlockN + tx * 4]), load4(&bs[kk * kBlockN + 64 + tx * 4]));
-      outer_product(acc, af, bf);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < kMicroM; ++i) {
-    const int row = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
-    store_c4<Vec>(c, m, n, row, n0 + tx * 4, &acc[i][0], alpha, beta);
-    store_c4<Vec>(c, m, n, row, n0 + 64 + tx * 4, &acc[i][4], alpha, beta);
-  }
-}
-
-// ---- Rung 3: warp tiling -----------------------------------------------------------------
-
-/// Where a thread's 8 x 8 results sit in the block tile: rows row_base + {0, 32} + 0..3,
-/// columns col_base + {0, 16} + 0..3.
-struct WarpPlace {
-  int row_base;
-  int col_base;
-};
-
-// TODO 3: afterwards the 8 warps tile the 128 x 128 block tile as 2 (down) x 4 (across)
-//         slabs of kWarpM x kWarpN; within its slab a warp's lanes form 8 (down) x 4
-//         (across) groups of 4 x 4, so lanes that read the same rows of A share one address.
-__device__ inline WarpPlace warp_place(int t) {
-  // BEGIN SOLUTION
-  const int warp = t / 32, lane = t % 32;
-  return {(warp / 4) * kWarpM + (lane / 4) * 4, (warp % 4) * kWarpN + (lane % 4) * 4};
-  // STARTER: (void)t;
-  // STARTER: return {0, 0};
-  // END SOLUTION
-}
-
-template <bool Vec>
-__device__ inline void store_warp_results(float* c, int m, int n, int m0, int n0, WarpPlace w,
-                                          const float (&acc)[kMicroM][kMicroN], float alpha,
-                                          float beta) {
-#pragma unroll
-  for (int i = 0; i < kMicroM; ++i) {
-    const int row = m0 + w.row_base + (i / 4) * 32 + i % 4;
-    store_c4<Vec>(c, m, n, row, n0 + w.col_base, &acc[i][0], alpha, beta);
-    store_c4<Vec>(c, m, n, row, n0 + w.col_base + 16, &acc[i][4], alpha, beta);
-  }
-}
-
-template <bool Vec>
-__global__ void __launch_bounds__(kThreads)
-    sgemm_warptile_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
-                          float beta, float* c) {
-  __shared__ __align__(16) float as[2][kBlockK * kAStride];
-  __shared__ __align__(16) float bs[2][kBlockK * kBlockN];
-  const int t = threadIdx.x;
-  const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
-  const WarpPlace w = warp_place(t);
-  float acc[kMicroM][kMicroN] = {};
-  float af[kMicroM], bf[kMicroN];
-  float4 av = load_a_chunk<Vec>(a, m, k, m0, 0, t), bv = load_b_chunk<Vec>(b, k, n, 0, n0, t);
-  store_a_transposed(as[0], av, t);
-  store_b(bs[0], bv, t);
-  __syncthreads();
-  int cur = 0;
-  for (int k0 = 0; k0 < k; k0 += kBlockK) {
-    const bool more = k0 + kBlockK < k;
-    if (more) {  // the next tile's loads are in flight while this one is computed
-      av = load_a_chunk<Vec>(a, m, k, m0, k0 + kBlockK, t);
-      bv = load_b_chunk<Vec>(b, k, n, k0 + kBlockK, n0, t);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBlockK; ++kk) {
-      const float* ak = &as[cur][kk * kAStride + w.row_base];
-      const float* bk = &bs[cur][kk * kBlockN + w.col_base];
-      unpack(af, load4(ak), load4(ak + 32));
-      unpack(bf, load4(bk), load4(bk + 16));
-      outer_product(acc, af, bf);
-    }
-    if (more) {  // the other buffer was last read before the previous barrier
-      store_a_transposed(as[cur ^ 1], av, t);
-      store_b(bs[cur ^ 1], bv, t);
-    }
-    __syncthreads();
-    cur ^= 1;
-  }
-  store_warp_results<Vec>(c, m, n, m0, n0, w, acc, alpha, beta);
-}
-
 // ---- Rung 4: a multi-stage cp.async pipeline ---------------------------------------------
 
-__device__ inline float component(float4 v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-// Two blocks per SM (at most 128 registers a thread): 16 warps hide each other's latency.
 template <bool Vec, int Stages>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 1)
     sgemm_cp_async_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
                           float beta, float* c) {
-  extern __shared__ __align__(16) float smem[];  // Stages x (A tile, B tile)
+  extern __shared__ __align__(16) float smem[];  // Stages x kStageFloats
   const int t = threadIdx.x;
   const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
-  const WarpPlace w = warp_place(t);
+  const Place place = place_of(t);
   const int tiles = (k + kAsyncBlockK - 1) / kAsyncBlockK;
   float acc[kMicroM][kMicroN] = {};
-  float af[kMicroM], bf[kMicroN];
   // Prologue: tiles 0 .. Stages-2 in flight, one commit group each (empty ones included, so
   // that the group count stays in step with the tile count).
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s < tiles) {
-      issue_tile<Vec>(smem + s * kStageFloats, smem + s * kStageFloats + kAsyncTileA, a, b, m, n, k,
-                      m0, n0, s * kAsyncBlockK, t);
-    }
+    if (s < tiles)
+      copy_stage<Vec>(smem + s * kStageFloats, a, b, m, n, k, m0, n0, s * kAsyncBlockK, t);
     commit_group();
   }
   for (int tile = 0; tile < tiles; ++tile) {
-    // TODO 4: afterwards tile `tile` has landed in stage tile % Stages and every thread can
+    // TODO 1: afterwards tile `tile` has landed in stage tile % Stages and every thread can
     //         see it, and tile tile + Stages - 1 (if it exists) is in flight into the stage
     //         the block finished computing in the previous iteration, in a group of its own.
     // BEGIN SOLUTION
@@ -214,34 +47,139 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();           // ...and everyone's; and nobody still reads the stage reused next
     const int next = tile + Stages - 1;
     if (next < tiles) {
-      float* stage = smem + (next % Stages) * kStageFloats;
-      issue_tile<Vec>(stage, stage + kAsyncTileA, a, b, m, n, k, m0, n0, next * kAsyncBlockK, t);
+      copy_stage<Vec>(smem + (next % Stages) * kStageFloats, a, b, m, n, k, m0, n0,
+                      next * kAsyncBlockK, t);
     }
     commit_group();
     // END SOLUTION
-    const float* as = smem + (tile % Stages) * kStageFloats;
-    const float* bs = as + kAsyncTileA;
-#pragma unroll
-    for (int kk = 0; kk < kAsyncBlockK; kk += 4) {
-      // A is row-major here (cp.async cannot transpose): one float4 holds 4 k-steps of a row.
-      float4 arow[kMicroM];
-#pragma unroll
-      for (int i = 0; i < kMicroM; ++i) {
-        const int row = w.row_base + (i / 4) * 32 + i % 4;
-        arow[i] = load4(as + row * kAsyncBlockK + a_chunk_swizzle(row, kk / 4) * 4);
-      }
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-#pragma unroll
-        for (int i = 0; i < kMicroM; ++i) af[i] = component(arow[i], q);
-        const float* bk = bs + (kk + q) * kBlockN + w.col_base;
-        unpack(bf, load4(bk), load4(bk + 16));
-        outer_product(acc, af, bf);
-      }
-    }
+    multiply_stage(acc, smem + (tile % Stages) * kStageFloats, place);
   }
-  store_warp_results<Vec>(c, m, n, m0, n0, w, acc, alpha, beta);
+  store_results<Vec>(c, m, n, m0, n0, place, acc, alpha, beta);
+}
+
+// ---- Rung 5: TMA tensor loads, a producer warp, full and empty mbarriers ------------------
+
+/// The producer's thread: for every tile of the block's k-loop, waits until the computing
+/// warps have released the stage it goes into, then starts its two tensor loads.
+template <int Stages>
+__device__ inline void produce(const CUtensorMap* a_map, const CUtensorMap* b_map, float* stages,
+                               std::uint64_t* full, std::uint64_t* empty, int m0, int n0,
+                               int tiles) {
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int s = tile % Stages;
+    float* stage = stages + s * kStageFloats;
+    // TODO 2: afterwards the computing warps are done with what stage s held before (tile
+    //         tile - Stages, when there was one: each use of a stage is one phase of its
+    //         empty barrier), full[s]'s phase in progress has its one arrival and expects
+    //         the stage's kStageBytes, and two tensor loads are on their way into the stage:
+    //         the box of A at (m0, tile x kAsyncBlockK) and, kTileAFloats floats further,
+    //         the box of B at (tile x kAsyncBlockK, n0).
+    // BEGIN SOLUTION
+    if (tile >= Stages) wait_parity(&empty[s], (tile / Stages - 1) & 1);
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s],
+                                   static_cast<std::uint32_t>(kStageBytes));
+    load_box(a_map, stage, &full[s], m0, tile * kAsyncBlockK);
+    load_box(b_map, stage + kTileAFloats, &full[s], tile * kAsyncBlockK, n0);
+    // STARTER: (void)a_map; (void)b_map; (void)stage; (void)full; (void)empty; (void)m0; (void)n0;
+    // END SOLUTION
+  }
+}
+
+/// The computing warps: every tile, from the stage the producer filled, then the results.
+template <int Stages>
+__device__ inline void consume(const float* stages, std::uint64_t* full, std::uint64_t* empty,
+                               int tiles, float (&acc)[kMicroM][kMicroN], Place place) {
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int s = tile % Stages;
+    // TODO 3: afterwards this thread has added the product of stage s to acc, never before
+    //         the tile's bytes have all landed, and the stage is handed back to the producer
+    //         once every lane of this warp has read it: one arrival per warp on empty[s],
+    //         which expects kThreads / 32 of them.
+    // BEGIN SOLUTION
+    wait_parity(&full[s], (tile / Stages) & 1);
+    multiply_stage(acc, stages + s * kStageFloats, place);
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) (void)ptx::mbarrier_arrive(&empty[s]);
+    // STARTER: (void)full; (void)empty; (void)acc; (void)place; (void)s;
+    // END SOLUTION
+  }
+}
+
+template <int Stages>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    sgemm_tma_kernel(const __grid_constant__ CUtensorMap a_map,
+                     const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
+                     float beta, float* c) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ unsigned char dynamic_smem[];
+  __shared__ std::uint64_t full[Stages];   // "stage s holds its tile": the producer's bytes
+  __shared__ std::uint64_t empty[Stages];  // "stage s is free": one arrival per computing warp
+  // The 128-byte swizzle is computed from address bits: the stages start 1024-byte aligned.
+  float* stages = reinterpret_cast<float*>(align_shared(dynamic_smem, 1024));
+  const int t = threadIdx.x;
+  const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
+  const int tiles = (k + kAsyncBlockK - 1) / kAsyncBlockK;
+  if (t == 0) {
+    for (int s = 0; s < Stages; ++s) {
+      ptx::mbarrier_init(&full[s], 1);
+      ptx::mbarrier_init(&empty[s], kThreads / 32);
+    }
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncthreads();  // the only block-wide barrier: from here on the mbarriers order everything
+
+  if (t >= kThreads) {  // the producer warp: one thread issues every load, the others rest
+    if (t == kThreads) produce<Stages>(&a_map, &b_map, stages, full, empty, m0, n0, tiles);
+    return;
+  }
+  const Place place = place_of(t);
+  float acc[kMicroM][kMicroN] = {};
+  consume<Stages>(stages, full, empty, tiles, acc, place);
+  store_results<true>(c, m, n, m0, n0, place, acc, alpha, beta);
+#else
+  (void)a_map, (void)b_map, (void)m, (void)n, (void)k, (void)alpha, (void)beta, (void)c;
+#endif
 }
 
 }  // namespace
+}  // namespace capstone
+
+// ---- Part 2: the streamed pipeline -------------------------------------------------------
+//
+// A job larger than one chunk: C_host = A_host W, A_host and C_host in pinned host memory, W
+// on the device. The launchers (streamed.cu) cut the rows into chunks, give each chunk its
+// own stream and its own prepared GEMM, and call issue_chunk() for one chunk after another:
+// your function decides what each chunk's stream does.
+#include "streamed.cuh"
+
+namespace capstone {
+
+// TODO 4: one chunk of the streamed GEMM. Afterwards three operations are enqueued on
+//         `stream`, in this order, each recorded in `timeline` under its stage and the
+//         chunk's number (record_operation):
+//           Stage::h2d     the chunk's rows of A, from job.host_a into job.device_a
+//           Stage::kernel  the chunk's GEMM (chunk.gemm: it reads those rows of device_a and
+//                          writes the same rows of device_c)
+//           Stage::d2h     the chunk's rows of C, from job.device_c into job.host_c
+//         and nothing else: no other rows, no other stream, no wait on the host. Stream order
+//         alone makes each operation wait for the one before; copy_rows() moves rows of a
+//         whole matrix.
+void issue_chunk(const StreamedJob& job, const StreamedChunk& chunk, cudaStream_t stream,
+                 overlap_transfers::Timeline* timeline) {
+  // BEGIN SOLUTION
+  using overlap_transfers::Stage;
+  record_operation(timeline, chunk.index, Stage::h2d, stream, [&] {
+    copy_rows(job.device_a, job.host_a, chunk.rows, job.k, cudaMemcpyHostToDevice, stream);
+  });
+  record_operation(timeline, chunk.index, Stage::kernel, stream, [&] { chunk.gemm(stream); });
+  record_operation(timeline, chunk.index, Stage::d2h, stream, [&] {
+    copy_rows(job.host_c, job.device_c, chunk.rows, job.n, cudaMemcpyDeviceToHost, stream);
+  });
+  // STARTER: (void)job;
+  // STARTER: (void)chunk;
+  // STARTER: (void)stream;
+  // STARTER: (void)timeline;
+  // END SOLUTION
+}
+
 }  // namespace capstone

@@ -1,0 +1,506 @@
+// Lesson 15, Part 2: the streamed GEMM's read-only parts: the job's checks, the chunks, the
+// prepared sequential and streamed runs (their per-chunk work is issue_chunk(), the
+// exercise in capstone.cu), the stage times that feed lesson 14's engine-queue model, the
+// timeline CSV, and the driver's Part 2 through the harness. Compiled once, linked into the
+// starter's and the solution's executables and tests.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capstone.cuh"
+#include "course/buffers.h"
+#include "course/check.h"
+#include "course/data.h"
+#include "course/flags.h"
+#include "course/table.h"
+#include "course/timing.h"
+#include "streamed.cuh"
+
+namespace capstone {
+namespace {
+
+namespace ot = overlap_transfers;
+namespace model = overlap_transfers::model;
+using ot::Stage;
+
+const char* const kWhere = "capstone::streamed";
+
+// Part 2's defaults. k = n = 1024: per row, 4 KiB in, 4 KiB out and 2 M flops, so at
+// about 55 GB/s per copy direction and 35-45 TFLOP/s the GEMM takes 0.6-0.8 x a copy's
+// time: three stages of about the same length, as in lesson 14. 32768 rows: 128 MiB each way.
+constexpr int kDefaultRows = 32768;
+constexpr int kDefaultWidth = 1024;
+// --quick (tests, sanitizers): nothing a multiple of a tile, every chunk count awkward.
+constexpr int kQuickRows = 1000;
+constexpr int kQuickK = 100;
+constexpr int kQuickN = 52;
+const char* const kDefaultChunks = "1,2,4,8,16,32";
+const char* const kQuickChunks = "1,3,7";
+// The largest m or n any rung launches (rung 1's 32-row tiles, grid y <= 65535), and the
+// most floats of A or C a run may move.
+constexpr int kMaxDimension = 65535 * kSmemTile;
+constexpr std::uint64_t kMaxFloats = 1ull << 30;
+constexpr std::uint32_t kSeed = 1500;
+// The two targets.
+constexpr double kMinSpeedup = 1.80;
+constexpr double kMinOfBound = 0.90;
+
+std::string chunks_text(int c) { return std::to_string(c) + (c == 1 ? " chunk" : " chunks"); }
+
+/// [p, p + count floats) as addresses, for the overlap checks.
+struct Span {
+  std::uintptr_t begin;
+  std::uintptr_t end;
+};
+Span span_of(const float* p, std::size_t count) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  return {begin, begin + count * sizeof(float)};
+}
+bool overlap(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
+
+cudaMemoryType memory_type(const void* p) {
+  cudaPointerAttributes attributes{};
+  COURSE_CHECK(cudaPointerGetAttributes(&attributes, p));
+  return attributes.type;
+}
+
+/// What only the runtime can tell: copies from pageable memory are staged through a driver
+/// buffer and overlap nothing, which would turn the streamed version into a sequential one.
+void check_memory(const StreamedJob& job) {
+  for (const auto& [p, what] :
+       {std::pair<const void*, const char*>{job.host_a, "host_a"}, {job.host_c, "host_c"}}) {
+    course::require(memory_type(p) == cudaMemoryTypeHost, kWhere,
+                    std::string(what) +
+                        " is not pinned host memory (cudaMallocHost or cudaHostRegister): "
+                        "copies from pageable memory cannot overlap kernels");
+  }
+  for (const auto& [p, what] : {std::pair<const void*, const char*>{job.device_w, "device_w"},
+                                {job.device_a, "device_a"},
+                                {job.device_c, "device_c"}}) {
+    const cudaMemoryType type = memory_type(p);
+    course::require(type == cudaMemoryTypeDevice || type == cudaMemoryTypeManaged, kWhere,
+                    std::string(what) + " is not device memory");
+  }
+}
+
+void check_chunks(const StreamedJob& job, int chunks) {
+  course::require(chunks >= 1 && chunks <= job.rows, kWhere,
+                  "chunks must be in [1, rows = " + std::to_string(job.rows) + "], got " +
+                      std::to_string(chunks));
+}
+
+/// Every chunk with its GEMM prepared: rows r of device_c = rows r of device_a x device_w.
+std::shared_ptr<const std::vector<StreamedChunk>> prepare_chunks(const StreamedJob& job,
+                                                                 int chunks) {
+  auto list = std::make_shared<std::vector<StreamedChunk>>();
+  for (int c = 0; c < chunks; ++c) {
+    const RowRange r = chunk_rows(job.rows, chunks, c);
+    const auto first = static_cast<std::size_t>(r.first);
+    list->push_back(
+        {c, r,
+         prepare_sgemm(job.config, {r.count, job.n, job.k}, 1.0f, job.device_a + first * job.k,
+                       job.device_w, 0.0f, job.device_c + first * job.n)});
+  }
+  return list;
+}
+
+}  // namespace
+
+// ---- The job -----------------------------------------------------------------------------------
+
+RowRange chunk_rows(int rows, int chunks, int index) {
+  course::require(chunks >= 1 && chunks <= rows, kWhere,
+                  "cannot cut " + std::to_string(rows) + " rows into " + std::to_string(chunks) +
+                      " chunks of at least one row");
+  const ot::Chunk c = ot::chunk_of(static_cast<std::size_t>(rows), chunks, index);
+  return {static_cast<int>(c.first), static_cast<int>(c.count)};
+}
+
+void check_job(const StreamedJob& job) {
+  course::require(job.rows >= 1 && job.k >= 1 && job.n >= 1, kWhere,
+                  "rows, k and n must be >= 1, got " + std::to_string(job.rows) + ", " +
+                      std::to_string(job.k) + ", " + std::to_string(job.n));
+  course::require(job.host_a != nullptr && job.host_c != nullptr && job.device_w != nullptr &&
+                      job.device_a != nullptr && job.device_c != nullptr,
+                  kWhere, "host_a, host_c, device_w, device_a and device_c must all be set");
+  const auto rows = static_cast<std::size_t>(job.rows);
+  const Span host_a = span_of(job.host_a, rows * job.k), host_c = span_of(job.host_c, rows * job.n);
+  const Span w = span_of(job.device_w, static_cast<std::size_t>(job.k) * job.n);
+  const Span device_a = span_of(job.device_a, rows * job.k);
+  const Span device_c = span_of(job.device_c, rows * job.n);
+  course::require(!overlap(host_a, host_c), kWhere, "host_a and host_c overlap");
+  course::require(!overlap(device_a, device_c) && !overlap(device_a, w) && !overlap(device_c, w),
+                  kWhere, "device_a, device_c and device_w must not overlap");
+}
+
+// ---- One chunk's helpers
+// -------------------------------------------------------------------------
+
+void copy_rows(float* dst, const float* src, RowRange range, int row_floats, cudaMemcpyKind kind,
+               cudaStream_t stream) {
+  course::require(range.first >= 0 && range.count >= 0 && row_floats >= 0, kWhere,
+                  "copy_rows: negative rows or row length");
+  if (range.count == 0 || row_floats == 0) return;
+  course::require(dst != nullptr && src != nullptr, kWhere, "copy_rows: a null matrix");
+  const std::size_t offset = static_cast<std::size_t>(range.first) * row_floats;
+  const std::size_t bytes = static_cast<std::size_t>(range.count) * row_floats * sizeof(float);
+  COURSE_CHECK(cudaMemcpyAsync(dst + offset, src + offset, bytes, kind, stream));
+}
+
+void record_operation(ot::Timeline* timeline, int chunk, Stage stage, cudaStream_t stream,
+                      const std::function<void()>& enqueue_operation) {
+  if (timeline != nullptr) timeline->before(chunk, stage, stream);
+  enqueue_operation();
+  if (timeline != nullptr) timeline->after(stream);
+}
+
+// ---- Prepared runs
+// -------------------------------------------------------------------------------
+
+course::Launch prepare_sequential(const StreamedJob& job, ot::Timeline* timeline) {
+  check_job(job);
+  check_memory(job);
+  const auto whole = prepare_chunks(job, 1);
+  return [job, whole, timeline](cudaStream_t origin) {
+    if (timeline != nullptr) timeline->start(origin);
+    issue_chunk(job, whole->front(), origin, timeline);
+  };
+}
+
+course::Launch prepare_streamed(const StreamedJob& job, int chunks, const ot::StreamSet& streams,
+                                ot::Timeline* timeline) {
+  check_job(job);
+  check_chunks(job, chunks);
+  course::require(chunks <= streams.size(), kWhere,
+                  std::to_string(chunks) + " chunks need as many streams, got " +
+                      std::to_string(streams.size()));
+  check_memory(job);
+  const auto list = prepare_chunks(job, chunks);
+  const ot::StreamSet* set = &streams;
+  return [job, list, set, timeline, chunks](cudaStream_t origin) {
+    if (timeline != nullptr) timeline->start(origin);
+    set->fork_from(origin, chunks);
+    for (const StreamedChunk& chunk : *list) issue_chunk(job, chunk, (*set)[chunk.index], timeline);
+    set->join_into(origin, chunks);
+  };
+}
+
+course::Launch prepare_stage(Stage stage, const StreamedJob& job, int chunks) {
+  check_job(job);
+  check_chunks(job, chunks);
+  check_memory(job);
+  const auto list = prepare_chunks(job, chunks);
+  return [stage, job, list](cudaStream_t stream) {
+    for (const StreamedChunk& chunk : *list) {
+      if (stage == Stage::h2d) {
+        copy_rows(job.device_a, job.host_a, chunk.rows, job.k, cudaMemcpyHostToDevice, stream);
+      } else if (stage == Stage::kernel) {
+        chunk.gemm(stream);
+      } else {
+        copy_rows(job.host_c, job.device_c, chunk.rows, job.n, cudaMemcpyDeviceToHost, stream);
+      }
+    }
+  };
+}
+
+course::Comparison compare_bitwise(cuda::std::span<const float> expected,
+                                   cuda::std::span<const float> actual) {
+  course::require(expected.size() == actual.size(), kWhere,
+                  "compare_bitwise: expected has " + std::to_string(expected.size()) +
+                      " elements, actual " + std::to_string(actual.size()));
+  course::Comparison result;
+  result.checked = expected.size();
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    std::uint32_t e = 0, a = 0;
+    std::memcpy(&e, &expected[i], sizeof e);
+    std::memcpy(&a, &actual[i], sizeof a);
+    if (e == a) continue;
+    if (result.first.size() < course::kReportedMismatches) {
+      std::ostringstream want, got;
+      want << std::setprecision(9) << expected[i];
+      got << std::setprecision(9) << actual[i];
+      result.first.push_back({i, want.str(), got.str()});
+    }
+    ++result.mismatches;
+  }
+  return result;
+}
+
+// ---- The driver's part
+// ---------------------------------------------------------------------------
+
+StreamedSettings streamed_settings(int rows, int width, const std::string& chunk_list, bool quick) {
+  if (rows < 0 || width < 0) throw course::UsageError("--rows and --width must be positive");
+  StreamedSettings s;
+  s.rows = rows > 0 ? rows : (quick ? kQuickRows : kDefaultRows);
+  s.k = width > 0 ? width : (quick ? kQuickK : kDefaultWidth);
+  s.n = width > 0 ? width : (quick ? kQuickN : kDefaultWidth);
+  if (s.rows > kMaxDimension || s.n > kMaxDimension) {
+    throw course::UsageError("--rows and --width must be at most " + std::to_string(kMaxDimension));
+  }
+  if (static_cast<std::uint64_t>(s.rows) * static_cast<std::uint64_t>(std::max(s.k, s.n)) >
+      kMaxFloats) {
+    throw course::UsageError("--rows x --width must be at most 2^30 floats (4 GiB each way)");
+  }
+  const std::string text =
+      !chunk_list.empty() ? chunk_list : (quick ? kQuickChunks : kDefaultChunks);
+  const int most = std::min(s.rows, kMaxChunks);
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const long value = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || value < 1 || value > most) {
+      throw course::UsageError("--chunks expects chunk counts in [1, " + std::to_string(most) +
+                               "] (at most one chunk per row) separated by commas, got '" + text +
+                               "'");
+    }
+    s.chunk_counts.push_back(static_cast<int>(value));
+  }
+  if (s.chunk_counts.empty() || text.back() == ',') {
+    throw course::UsageError("--chunks expects chunk counts separated by commas, got '" + text +
+                             "'");
+  }
+  std::sort(s.chunk_counts.begin(), s.chunk_counts.end());
+  s.chunk_counts.erase(std::unique(s.chunk_counts.begin(), s.chunk_counts.end()),
+                       s.chunk_counts.end());
+  return s;
+}
+
+void write_timeline_csv(const std::string& path, const std::string& gpu, int chunks,
+                        const std::vector<TimelineRun>& runs) {
+  std::ofstream out(path);
+  out << "lesson,gpu,source,order,chunks,chunk,stage,ready_ms,start_ms,end_ms\n";
+  const auto row = [&](const char* source, const std::string& order, int chunk, Stage stage,
+                       double ready, double start, double end) {
+    out << "15_capstone," << course::csv_field(gpu) << "," << source << ","
+        << course::csv_field(order) << "," << chunks << "," << chunk << "," << ot::stage_name(stage)
+        << "," << course::fixed(ready, 6) << "," << course::fixed(start, 6) << ","
+        << course::fixed(end, 6) << "\n";
+  };
+  for (const TimelineRun& run : runs) {
+    for (const ot::TimedOperation& op : run.measured) {
+      row("measured", run.order, op.chunk, op.stage, op.ready_ms, op.start_ms, op.end_ms);
+    }
+    for (const model::ScheduledOperation& s : run.model) {
+      row("model", run.order, s.op.chunk, s.op.stage, s.ready, s.start, s.end);
+    }
+  }
+  if (!out) throw std::runtime_error("could not write " + path);
+}
+
+void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
+                  const StreamedSettings& settings, Config config, const std::string& csv) {
+  const cudaStream_t stream = harness.stream();
+  const model::Gpu this_gpu = ot::model_of_device(gpu.ordinal, gpu.name);
+  const int rows = settings.rows, k = settings.k, n = settings.n;
+  const std::size_t a_count = static_cast<std::size_t>(rows) * k;
+  const std::size_t c_count = static_cast<std::size_t>(rows) * n;
+  const auto mib = [](std::size_t floats) {
+    return course::fixed(static_cast<double>(floats) * sizeof(float) / (1 << 20), 1);
+  };
+  std::cout << "\nPart 2: the streamed GEMM, C (" << rows << " x " << n << ") = A (" << rows
+            << " x " << k << ") W (" << k << " x " << n << ") by " << name(config.rung)
+            << ". A and C in pinned host memory (" << mib(a_count) << " MiB in, " << mib(c_count)
+            << " MiB out), W stays on the device.\n  sequential: A in, one GEMM, C out, on one "
+               "stream. streamed: the rows in chunks, one stream each, issued chunk by chunk.\n"
+               "  TFLOP/s counts the GEMM's flops over the whole run, copies included. Copy "
+               "engines "
+            << this_gpu.copy_engines << ", hardware queues " << this_gpu.connections << ".\n";
+
+  // The job: A hash-filled (through the device), W resident.
+  course::PinnedBuffer<float> host_a(a_count), host_c(c_count);
+  course::DeviceBuffer<float> w(static_cast<std::size_t>(k) * n), device_a(a_count),
+      device_c(c_count);
+  fill_uniform(device_a.span(), kSeed, stream);
+  fill_uniform(w.span(), kSeed + 1, stream);
+  COURSE_CHECK(cudaMemcpyAsync(host_a.data(), device_a.data(), device_a.bytes(),
+                               cudaMemcpyDeviceToHost, stream));
+  COURSE_CHECK(cudaStreamSynchronize(stream));
+  const StreamedJob job{
+      host_a.data(), host_c.data(), w.data(), device_a.data(), device_c.data(), rows, k, n, config};
+  const double flops = job_flops(job);
+
+  // The check of the sequential version: cuBLAS on the whole problem, within the bound
+  // |A| |W| (cuBLAS on absolute values; device_a is staging, every checked run refills it).
+  std::vector<float> expected, bound;
+  {
+    const GemmShape whole{rows, n, k};
+    course::DeviceBuffer<float> out(c_count), abs_w(w.size());
+    prepare_cublas_sgemm(whole, 1.0f, device_a.data(), w.data(), 0.0f, out.data())(stream);
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    expected = course::to_host(out.cspan());
+    absolute_values(device_a.cspan(), device_a.span(), stream);
+    absolute_values(w.cspan(), abs_w.span(), stream);
+    prepare_cublas_sgemm(whole, 1.0f, device_a.data(), abs_w.data(), 0.0f, out.data())(stream);
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    bound = course::to_host(out.cspan());
+  }
+
+  // Everything prepared (checks, GEMM attributes) before any timing.
+  std::vector<int> stage_counts = settings.chunk_counts;
+  stage_counts.push_back(1);  // the whole job's stage times are always printed
+  std::sort(stage_counts.begin(), stage_counts.end());
+  stage_counts.erase(std::unique(stage_counts.begin(), stage_counts.end()), stage_counts.end());
+  const ot::StreamSet streams(settings.chunk_counts.back());
+  const course::Launch sequential = prepare_sequential(job);
+  std::map<int, course::Launch> streamed;
+  std::map<int, std::vector<course::Launch>> stage_launches;
+  for (int c : settings.chunk_counts) streamed[c] = prepare_streamed(job, c, streams);
+  for (int c : stage_counts) {
+    for (Stage s : {Stage::h2d, Stage::kernel, Stage::d2h}) {
+      stage_launches[c].push_back(prepare_stage(s, job, c));
+    }
+  }
+
+  const auto time_ms = [&](const course::Launch& launch) {
+    return course::time_stream_work(launch, stream, harness.warmup(), harness.iters()).median_ms;
+  };
+  const cuda::std::span<const float> result(host_c.data(), c_count);
+  // Poison both ends and the staging of A: a missing, misplaced or misordered operation
+  // leaves poison in C or computes from it.
+  const auto checked_run = [&](const std::string& what, const course::Launch& launch,
+                               const std::function<course::Comparison()>& compare) {
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    std::memset(host_c.data(), course::kPoisonByte, host_c.bytes());
+    course::poison(device_a.data(), device_a.bytes(), stream);
+    course::poison(device_c.data(), device_c.bytes(), stream);
+    launch(stream);
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    if (const auto timeouts = take_wait_timeouts(); timeouts != 0) {  // rung 5's mbarriers
+      std::cerr << "15_capstone " << what << ": " << timeouts << " mbarrier waits gave up\n";
+      return false;
+    }
+    const course::Comparison c = compare();
+    if (!c.ok()) std::cerr << "15_capstone " << what << ": " << c.summary() << "\n";
+    return c.ok();
+  };
+  const auto against_cublas = [&] { return compare_gemm(expected, bound, result, k); };
+
+  // One chunk's operation inside a running pipeline: the stage's chunks back to back, / c.
+  std::map<int, model::StageTimes> times;
+  for (int c : stage_counts) {
+    const std::vector<course::Launch>& l = stage_launches[c];
+    times[c] = {time_ms(l[0]) / c, time_ms(l[1]) / c, time_ms(l[2]) / c};
+  }
+  const model::StageTimes& whole = times[1];
+  std::cout << "  whole job, each operation alone: H2D " << course::fixed(whole.h2d, 4) << " ms ("
+            << course::fixed(course::gigabytes_per_second(a_count * 4.0, whole.h2d), 1)
+            << " GB/s), GEMM " << course::fixed(whole.kernel, 4) << " ms ("
+            << course::fixed(flops / (whole.kernel * 1e9), 1) << " TFLOP/s), D2H "
+            << course::fixed(whole.d2h, 4) << " ms ("
+            << course::fixed(course::gigabytes_per_second(c_count * 4.0, whole.d2h), 1)
+            << " GB/s)\n";
+
+  const auto params = [&](int c, const char* order) {
+    const model::StageTimes& t = times[c];
+    return course::SweepParams{{"rows", std::to_string(rows)},
+                               {"k", std::to_string(k)},
+                               {"n", std::to_string(n)},
+                               {"chunks", std::to_string(c)},
+                               {"order", order},
+                               {"h2d_ms", course::fixed(t.h2d, 6)},
+                               {"kernel_ms", course::fixed(t.kernel, 6)},
+                               {"d2h_ms", course::fixed(t.d2h, 6)}};
+  };
+  const auto check_text = [](bool ok) { return std::string(ok ? "PASS" : "FAIL"); };
+
+  // ---- Measured: sequential, then every chunk count --------------------------------------------
+  std::vector<float> sequential_c;
+  const bool sequential_ok = checked_run("sequential", sequential, [&] {
+    const course::Comparison c = against_cublas();
+    sequential_c.assign(result.begin(), result.end());
+    return c;
+  });
+  // The streamed C must be the sequential C bit for bit; while the sequential one is wrong,
+  // it is held to cuBLAS's bound instead.
+  const auto against_sequential = [&] {
+    return sequential_ok ? compare_bitwise(sequential_c, result) : against_cublas();
+  };
+  const double sequential_ms = time_ms(sequential);
+  harness.record_sweep("streamed", params(1, "sequential"), "sequential (one stream)",
+                       sequential_ms, flops, check_text(sequential_ok));
+  harness.record_sweep("streamed model", params(1, "sequential"), "model, sequential",
+                       model::predict(this_gpu, ot::Order::sequential, 1, whole), flops, "-");
+  std::map<int, double> bound_of;
+  double best_ms = std::numeric_limits<double>::infinity();
+  int best = 0;
+  for (int c : settings.chunk_counts) {
+    const std::string what = "streamed, " + chunks_text(c);
+    const bool ok = checked_run(what, streamed[c], against_sequential);
+    const double ms = time_ms(streamed[c]);
+    harness.record_sweep("streamed", params(c, "streamed"), what, ms, flops, check_text(ok));
+    bound_of[c] = model::pipeline_bound(c, times[c]);
+    harness.record_sweep("streamed model", params(c, "streamed"), "model, " + chunks_text(c),
+                         model::predict(this_gpu, ot::Order::per_chunk, c, times[c]), flops, "-");
+    harness.record_sweep("streamed model", params(c, "bound"),
+                         "bound (any order), " + chunks_text(c), bound_of[c], flops, "-");
+    if (ok && c >= 2 && ms < best_ms) {
+      best_ms = ms;
+      best = c;
+    }
+  }
+
+  // ---- The timeline: events around every operation of one sequential and one streamed run -------
+  const int timeline_chunks = best > 0 ? best : settings.chunk_counts.back();
+  std::vector<TimelineRun> runs;
+  for (const bool chunked : {false, true}) {
+    ot::Timeline timeline;
+    const std::string order = chunked ? "streamed" : "sequential";
+    const std::string what =
+        chunked ? "streamed, " + chunks_text(timeline_chunks) : std::string("sequential");
+    const bool ok = checked_run(
+        what + " (timeline)",
+        chunked ? prepare_streamed(job, timeline_chunks, streams, &timeline)
+                : prepare_sequential(job, &timeline),
+        chunked ? std::function<course::Comparison()>(against_sequential) : against_cublas);
+    runs.push_back(
+        {order, timeline.read(),
+         model::simulate(model::issue_order(chunked ? ot::Order::per_chunk : ot::Order::sequential,
+                                            timeline_chunks, times[timeline_chunks]),
+                         this_gpu)});
+    double end = 0;
+    for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
+    harness.record_sweep("streamed timeline", params(timeline_chunks, order.c_str()),
+                         what + ", events around every operation", end, flops, check_text(ok));
+  }
+  if (!csv.empty()) {
+    const std::string path = ot::timeline_csv_path(csv);
+    write_timeline_csv(path, gpu.name, timeline_chunks, runs);
+    std::cout << "  wrote " << path << " (tools/plot_timeline.py)\n";
+  }
+  model::print_predictions(
+      std::cout, {model::tesla_c1060(), model::tesla_c2050(), model::tesla_k20(), this_gpu},
+      timeline_chunks, times[timeline_chunks]);
+
+  // ---- The targets: the best streamed run against sequential and against the engine bound
+  // --------
+  if (best == 0 || !sequential_ok) {
+    std::cout << "  (no streamed target: the sequential run and a streamed run of 2 or more "
+                 "chunks must pass their checks first)\n";
+    return;
+  }
+  const double speedup = sequential_ms / best_ms;
+  const double of_bound = bound_of[best] / best_ms;
+  const std::string who = "streamed (" + chunks_text(best) + ")";
+  harness.judged_target(who + " >= " + course::fixed(kMinSpeedup, 2) +
+                            " x sequential (sequential time / streamed time)",
+                        speedup >= kMinSpeedup, speedup);
+  harness.judged_target(who + " >= " + course::fixed(kMinOfBound, 2) +
+                            " x the engine bound (bound time / streamed time)",
+                        of_bound >= kMinOfBound, of_bound);
+}
+
+}  // namespace capstone

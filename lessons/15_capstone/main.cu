@@ -166,7 +166,9 @@ int main(int argc, char** argv) {
               << capstone::kThreads << " computing threads per block in rungs 2-5, " << stages
               << " stages in rungs 4-5; tolerance per element: 2 gamma(k + 2) (|alpha| |A| |B| + "
                  "|beta| |C|), gamma(k + 2) = "
-              << capstone::error_factor(shape.k) << "\n";
+              << capstone::error_factor(shape.k)
+              << "\n  (in the sweeps, x cuBLAS divides by cuBLAS at this size: compare a rung with "
+                 "the cuBLAS row of its own size)\n";
     // The rungs this GPU runs (rung 5 needs the tensor memory accelerator of sm_90).
     std::vector<Rung> rungs;
     for (Rung r : capstone::kRungs) {
@@ -209,15 +211,16 @@ int main(int argc, char** argv) {
         Problem p({s, s, s}, 150 + static_cast<std::uint32_t>(s), harness.stream());
         const course::SweepParams params{{"size", std::to_string(s)}};
         course::DeviceBuffer<float> out(p.c.size());
+        const std::string at = ", " + std::to_string(s);  // the size in every row's name
         harness.sweep("square", params,
-                      course::Variant{kReference,
+                      course::Variant{kReference + at,
                                       capstone::flops(p.shape),
                                       capstone::prepare_cublas_sgemm(p.shape, kAlpha, p.a.data(),
                                                                      p.b.data(), kBeta, out.data()),
                                       {},
                                       {}});
         for (Rung r : rungs) {
-          harness.sweep("square", params, p.variant(capstone::name(r), p.rung(r, stages)));
+          harness.sweep("square", params, p.variant(capstone::name(r) + at, p.rung(r, stages)));
         }
       }
     }

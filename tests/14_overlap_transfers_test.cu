@@ -187,11 +187,11 @@ TEST(OverlapDriverHelpers, TimelinePathAndMaxError) {
 
 TEST(OverlapDriverHelpers, TimelineCsvHasOneRowPerOperation) {
   overlap_transfers::TimelineRun run;
-  run.order = Order::per_chunk;
+  run.order = overlap_transfers::order_name(Order::per_chunk);
   run.measured = {{0, Stage::h2d, 0.0, 0.0, 1.0}, {0, Stage::kernel, 1.0, 1.0, 2.5}};
   run.model = model::simulate(model::issue_order(Order::per_chunk, 1, kUnit), model::tesla_k20());
   const std::string path = ::testing::TempDir() + "14_overlap_test_timeline.csv";
-  overlap_transfers::write_timeline_csv(path, "Test, GPU", 1, {run});
+  overlap_transfers::write_timeline_csv(path, "14_overlap_transfers", "Test, GPU", 1, {run});
   std::ifstream in(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -203,7 +203,8 @@ TEST(OverlapDriverHelpers, TimelineCsvHasOneRowPerOperation) {
   EXPECT_EQ(lines[5],
             "14_overlap_transfers,\"Test, GPU\",model,async-v1,1,0,D2H,2.000000,2.000000,3.000000");
   std::remove(path.c_str());
-  EXPECT_THROW(overlap_transfers::write_timeline_csv("/nonexistent-directory/t.csv", "x", 1, {run}),
+  EXPECT_THROW(overlap_transfers::write_timeline_csv("/nonexistent-directory/t.csv",
+                                                     "14_overlap_transfers", "x", 1, {run}),
                std::runtime_error);
 }
 

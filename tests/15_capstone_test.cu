@@ -382,19 +382,11 @@ const std::vector<Case> kCases = {
 
 class GpuCapstoneVsCublas : public course::testing::GpuTestWithParam<std::tuple<Rung, int>> {};
 
-/// Skips (with the reason) when the GPU is older than the rung needs.
-bool skip_unless_runs(Rung rung) {
-  const course::ComputeCapability need = capstone::min_compute_capability(rung);
-  int device = 0, major = 0, minor = 0;
-  COURSE_CHECK(cudaGetDevice(&device));
-  COURSE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  COURSE_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return course::ComputeCapability{major, minor} < need;
-}
-
 TEST_P(GpuCapstoneVsCublas, EveryElementWithinTheBound) {
   const auto [rung, index] = GetParam();
-  if (skip_unless_runs(rung)) GTEST_SKIP() << capstone::name(rung) << " needs sm_90";
+  if (const auto why = course::testing::gpu_unavailable(capstone::min_compute_capability(rung))) {
+    GTEST_SKIP() << capstone::name(rung) << ": " << *why;
+  }
   const Case& c = kCases[static_cast<std::size_t>(index)];
   const Config config{rung, capstone::kDefaultStages};
   // Rung 5 refuses rows a tensor map cannot describe (not 16-byte aligned), before the GPU.
@@ -422,7 +414,9 @@ class GpuCapstoneStages : public course::testing::GpuTestWithParam<std::tuple<Ru
 
 TEST_P(GpuCapstoneStages, EveryStageCountAroundTheTileCount) {
   const auto [rung, stages] = GetParam();
-  if (skip_unless_runs(rung)) GTEST_SKIP() << capstone::name(rung) << " needs sm_90";
+  if (const auto why = course::testing::gpu_unavailable(capstone::min_compute_capability(rung))) {
+    GTEST_SKIP() << capstone::name(rung) << ": " << *why;
+  }
   // k of 1 to 7 tiles of 32 and tails: fewer, as many and more tiles than stages (k a
   // multiple of 4, which rung 5 needs; rung 4 also gets odd k on the element-wise path).
   for (int k : {4, 28, 32, 36, 64, 96, 100, 128, 160, 224}) {
@@ -600,7 +594,7 @@ TEST(StreamedTimelineCsv, WritesLessonFifteenRowsInTheColumnsThePlotReads) {
   s.start = 0.75;
   s.end = 1.0;
   const std::string path = ::testing::TempDir() + "15_streamed_timeline_test.csv";
-  capstone::write_timeline_csv(path, "Test, GPU", 3, {{"streamed", {op}, {s}}});
+  ot::write_timeline_csv(path, "15_capstone", "Test, GPU", 3, {{"streamed", {op}, {s}}});
   std::ifstream in(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -611,7 +605,7 @@ TEST(StreamedTimelineCsv, WritesLessonFifteenRowsInTheColumnsThePlotReads) {
   EXPECT_EQ(lines[2],
             "15_capstone,\"Test, GPU\",model,streamed,3,0,D2H,0.500000,0.750000,1.000000");
   std::remove(path.c_str());
-  EXPECT_THROW(capstone::write_timeline_csv("/nonexistent-directory/x.csv", "g", 1, {}),
+  EXPECT_THROW(ot::write_timeline_csv("/nonexistent-directory/x.csv", "15_capstone", "g", 1, {}),
                std::runtime_error);
 }
 

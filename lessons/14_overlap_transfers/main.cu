@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
       ot::Timeline timeline;
       const std::string check = checked_run(
           name, ot::prepare_transfer_and_compute(order, job, chunks, streams, &timeline));
-      runs.push_back({order, timeline.read(),
+      runs.push_back({ot::order_name(order), timeline.read(),
                       model::simulate(model::issue_order(order, chunks, at_chunks), this_gpu)});
       double end = 0;
       for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
     }
     if (!options.csv.empty()) {
       const std::string path = ot::timeline_csv_path(options.csv);
-      ot::write_timeline_csv(path, gpu.name, chunks, runs);
+      ot::write_timeline_csv(path, "14_overlap_transfers", gpu.name, chunks, runs);
       std::cout << "  wrote " << path << " (tools/plot_timeline.py)\n";
     }
 

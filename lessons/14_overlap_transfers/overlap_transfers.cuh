@@ -226,7 +226,7 @@ double max_abs_error(cuda::std::span<const float> expected, cuda::std::span<cons
 
 /// One timeline run: what the events recorded, and the model's schedule of the same order.
 struct TimelineRun {
-  Order order = Order::per_chunk;
+  std::string order;  ///< its name in the CSV: order_name() here, "streamed" in lesson 15
   std::vector<TimedOperation> measured;
   std::vector<model::ScheduledOperation> model;
 };
@@ -236,8 +236,10 @@ std::string timeline_csv_path(const std::string& main_csv);
 
 /// Writes the timeline CSV that tools/plot_timeline.py reads: one row per operation,
 /// columns lesson, gpu, source (measured or model), order, chunks, chunk, stage, ready_ms,
-/// start_ms, end_ms. Throws std::runtime_error when the file cannot be written.
-void write_timeline_csv(const std::string& path, const std::string& gpu, int chunks,
-                        const std::vector<TimelineRun>& runs);
+/// start_ms, end_ms. `lesson` fills the first column ("14_overlap_transfers"; lesson 15
+/// writes its own runs with it too). Throws std::runtime_error when the file cannot be
+/// written.
+void write_timeline_csv(const std::string& path, const std::string& lesson, const std::string& gpu,
+                        int chunks, const std::vector<TimelineRun>& runs);
 
 }  // namespace overlap_transfers

@@ -364,16 +364,16 @@ std::string timeline_csv_path(const std::string& main_csv) {
          "_timeline.csv";
 }
 
-void write_timeline_csv(const std::string& path, const std::string& gpu, int chunks,
-                        const std::vector<TimelineRun>& runs) {
+void write_timeline_csv(const std::string& path, const std::string& lesson, const std::string& gpu,
+                        int chunks, const std::vector<TimelineRun>& runs) {
   std::ofstream out(path);
   out << "lesson,gpu,source,order,chunks,chunk,stage,ready_ms,start_ms,end_ms\n";
-  const auto row = [&](const char* source, Order order, int chunk, Stage stage, double ready,
-                       double start, double end) {
-    out << "14_overlap_transfers," << course::csv_field(gpu) << "," << source << ","
-        << order_name(order) << "," << chunks << "," << chunk << "," << stage_name(stage) << ","
-        << course::fixed(ready, 6) << "," << course::fixed(start, 6) << "," << course::fixed(end, 6)
-        << "\n";
+  const auto row = [&](const char* source, const std::string& order, int chunk, Stage stage,
+                       double ready, double start, double end) {
+    out << course::csv_field(lesson) << "," << course::csv_field(gpu) << "," << source << ","
+        << course::csv_field(order) << "," << chunks << "," << chunk << "," << stage_name(stage)
+        << "," << course::fixed(ready, 6) << "," << course::fixed(start, 6) << ","
+        << course::fixed(end, 6) << "\n";
   };
   for (const TimelineRun& run : runs) {
     for (const TimedOperation& op : run.measured) {

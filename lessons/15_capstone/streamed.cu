@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -279,28 +278,6 @@ StreamedSettings streamed_settings(int rows, int width, const std::string& chunk
   return s;
 }
 
-void write_timeline_csv(const std::string& path, const std::string& gpu, int chunks,
-                        const std::vector<TimelineRun>& runs) {
-  std::ofstream out(path);
-  out << "lesson,gpu,source,order,chunks,chunk,stage,ready_ms,start_ms,end_ms\n";
-  const auto row = [&](const char* source, const std::string& order, int chunk, Stage stage,
-                       double ready, double start, double end) {
-    out << "15_capstone," << course::csv_field(gpu) << "," << source << ","
-        << course::csv_field(order) << "," << chunks << "," << chunk << "," << ot::stage_name(stage)
-        << "," << course::fixed(ready, 6) << "," << course::fixed(start, 6) << ","
-        << course::fixed(end, 6) << "\n";
-  };
-  for (const TimelineRun& run : runs) {
-    for (const ot::TimedOperation& op : run.measured) {
-      row("measured", run.order, op.chunk, op.stage, op.ready_ms, op.start_ms, op.end_ms);
-    }
-    for (const model::ScheduledOperation& s : run.model) {
-      row("model", run.order, s.op.chunk, s.op.stage, s.ready, s.start, s.end);
-    }
-  }
-  if (!out) throw std::runtime_error("could not write " + path);
-}
-
 void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
                   const StreamedSettings& settings, Config config, const std::string& csv) {
   const cudaStream_t stream = harness.stream();
@@ -455,7 +432,7 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
 
   // ---- The timeline: events around every operation of one sequential and one streamed run -------
   const int timeline_chunks = best > 0 ? best : settings.chunk_counts.back();
-  std::vector<TimelineRun> runs;
+  std::vector<ot::TimelineRun> runs;
   for (const bool chunked : {false, true}) {
     ot::Timeline timeline;
     const std::string order = chunked ? "streamed" : "sequential";
@@ -478,7 +455,7 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
   }
   if (!csv.empty()) {
     const std::string path = ot::timeline_csv_path(csv);
-    write_timeline_csv(path, gpu.name, timeline_chunks, runs);
+    ot::write_timeline_csv(path, "15_capstone", gpu.name, timeline_chunks, runs);
     std::cout << "  wrote " << path << " (tools/plot_timeline.py)\n";
   }
   model::print_predictions(

@@ -161,20 +161,6 @@ inline constexpr int kMaxChunks = 256;
 /// that does not parse, or rows x max(k, n) above 2^30 floats.
 StreamedSettings streamed_settings(int rows, int width, const std::string& chunk_list, bool quick);
 
-/// One timeline run: what the events recorded, and the model's schedule of the same issue
-/// order (lesson 14's TimedOperation and ScheduledOperation).
-struct TimelineRun {
-  std::string order;  ///< "sequential" or "streamed"
-  std::vector<overlap_transfers::TimedOperation> measured;
-  std::vector<overlap_transfers::model::ScheduledOperation> model;
-};
-
-/// Writes the timeline CSV that tools/plot_timeline.py draws (lesson 14's columns: lesson,
-/// gpu, source, order, chunks, chunk, stage, ready_ms, start_ms, end_ms), lesson
-/// "15_capstone". Throws std::runtime_error when the file cannot be written.
-void write_timeline_csv(const std::string& path, const std::string& gpu, int chunks,
-                        const std::vector<TimelineRun>& runs);
-
 /// Part 2 through the driver's harness: the job on the device, cuBLAS on the whole problem
 /// as the check of the sequential version, then (sweep "streamed") the sequential version
 /// and the streamed one at every chunk count, each checked (streamed == sequential, bit for

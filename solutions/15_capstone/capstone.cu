@@ -14,6 +14,7 @@
 
 #include "capstone.cuh"
 #include "capstone_device.cuh"
+#include "streamed.cuh"  // Part 2: issue_chunk() and what it works with
 
 namespace capstone {
 namespace {
@@ -150,7 +151,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 // on the device. The launchers (streamed.cu) cut the rows into chunks, give each chunk its
 // own stream and its own prepared GEMM, and call issue_chunk() for one chunk after another:
 // your function decides what each chunk's stream does.
-#include "streamed.cuh"
 
 namespace capstone {
 

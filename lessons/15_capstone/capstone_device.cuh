@@ -138,6 +138,8 @@ __device__ inline void store_c4(float* c, int m, int n, int row, int col, const 
   }
 }
 
+// ---- The computing threads of rungs 4 and 5 ---------------------------------------------
+
 /// Where a thread of rungs 4 and 5 computes: the 8 computing warps tile the 128 x 128 block
 /// tile as 2 (down) x 4 (across) slabs of 64 x 32; lane l owns rows row0 + 8 i (i = 0..7)
 /// and columns col0 + 0..3 and col0 + 16 + 0..3, with row0 = slab row + l / 4 and col0 =

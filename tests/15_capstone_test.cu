@@ -2,6 +2,7 @@
 // solution (label `solution`). GPU suites are named Gpu...; they skip without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cmath>
 #include <limits>
 #include <regex>
@@ -47,13 +48,19 @@ TEST(CapstoneShape, NamesAndGeometryAreStable) {
                                              "5-tma"}));
   EXPECT_EQ(capstone::kBlockM * capstone::kBlockN,
             capstone::kThreads * capstone::kMicroM * capstone::kMicroN);
-  EXPECT_EQ((capstone::kBlockM / capstone::kWarpM) * (capstone::kBlockN / capstone::kWarpN),
+  // Rungs 3-5: 8 warps of 64 x 64, 16 x 8 results per thread; a stage holds A^T (8 x 128,
+  // rows padded to 132 floats) and B (8 x 256).
+  EXPECT_EQ((capstone::kTileM / capstone::kWarpTileM) * (capstone::kTileN / capstone::kWarpTileN),
             capstone::kThreads / 32);
-  EXPECT_EQ(capstone::kWarpM * capstone::kWarpN, 32 * capstone::kMicroM * capstone::kMicroN);
-  EXPECT_EQ(capstone::kStageBytes, 32768u);
-  EXPECT_EQ(capstone::pipeline_shared_bytes(Rung::cp_async, 4), 131072u);
-  EXPECT_EQ(capstone::pipeline_shared_bytes(Rung::tma, 2), 65536u + 1024u);
-  EXPECT_EQ(capstone::kTmaThreads, capstone::kThreads + 32);
+  EXPECT_EQ(capstone::kWarpTileM * capstone::kWarpTileN,
+            32 * capstone::kThreadTileM * capstone::kThreadTileN);
+  EXPECT_EQ(capstone::kTileM * capstone::kTileN,
+            capstone::kThreads * capstone::kThreadTileM * capstone::kThreadTileN);
+  EXPECT_EQ(capstone::kStageBytes, (8u * 132u + 8u * 256u) * 4u);
+  EXPECT_EQ(capstone::pipeline_shared_bytes(Rung::cp_async, 4), 4 * capstone::kStageBytes);
+  EXPECT_EQ(capstone::pipeline_shared_bytes(Rung::tma, 2),
+            2 * (capstone::kStageBytes + 128u * 8u * 4u) + 128u);
+  EXPECT_EQ(capstone::kTmaThreads, capstone::kThreads + 128);
   EXPECT_TRUE(capstone::min_compute_capability(Rung::tma) == (course::ComputeCapability{9, 0}));
   EXPECT_TRUE(capstone::min_compute_capability(Rung::cp_async) ==
               (course::ComputeCapability{8, 0}));
@@ -73,28 +80,33 @@ TEST(CapstoneShape, ChunkBytesAreTheSrcSizeOfAPartialChunk) {
   EXPECT_EQ(chunk_bytes(200, 1), 0u);
 }
 
-TEST(CapstoneShape, ASwizzleIsTheTma128ByteSwizzle) {
-  constexpr int kChunks = capstone::kAsyncBlockK / 4;  // 16-byte chunks in a 128-byte row
-  static_assert(kChunks == 8, "a row of the A tile is one 128-byte swizzle span");
-  for (int row = 0; row < capstone::kBlockM; ++row) {
-    std::set<int> chunks;
-    for (int c = 0; c < kChunks; ++c) {
-      const int placed = capstone::a_chunk_swizzle(row, c);
-      chunks.insert(placed);
-      // The hardware's rule: byte address bits 4-6 XOR bits 7-9 (1024-byte aligned tile).
-      const unsigned address = static_cast<unsigned>(row * 128 + c * 16);
-      EXPECT_EQ(placed * 16u, (address & 0x70u) ^ ((address >> 3) & 0x70u)) << row << " " << c;
-    }
-    EXPECT_EQ(chunks.size(), 8u) << "row " << row;
-  }
-  // A warp reads one chunk of rows r .. r + 7 together: 8 different 16-byte bank groups.
-  for (int r0 = 0; r0 < capstone::kBlockM; r0 += 8) {
-    for (int c = 0; c < kChunks; ++c) {
-      std::set<int> placed;
-      for (int i = 0; i < 8; ++i) placed.insert(capstone::a_chunk_swizzle(r0 + i, c));
-      EXPECT_EQ(placed.size(), 8u) << "rows " << r0 << "+, chunk " << c;
+// Shared memory has 32 banks of 4 bytes: float index f is in bank f % 32.
+int bank_of_a(int k, int m) { return (k * capstone::kAStrideK + m) % 32; }
+
+TEST(CapstoneShape, TheTransposingStoresOfAWarpHitThirtyTwoBanks) {
+  // Rungs 3-5 store A^T one float at a time: thread t's chunk is row t / 2, columns
+  // (t % 2) x 4 .. + 3 of the A tile. For each of the 4 stores, a warp's 32 threads must
+  // write 32 different banks (the padding of StageBuffer::a's rows does it).
+  for (int warp = 0; warp < capstone::kThreads / 32; ++warp) {
+    for (int e = 0; e < 4; ++e) {
+      std::set<int> banks;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int t = warp * 32 + lane;
+        banks.insert(bank_of_a((t % 2) * 4 + e, t / 2));
+      }
+      EXPECT_EQ(banks.size(), 32u) << "warp " << warp << ", store " << e;
     }
   }
+  // Without the padding (rows of 128 floats) the two halves of the warp would collide.
+  std::set<int> unpadded;
+  for (int lane = 0; lane < 32; ++lane) unpadded.insert(((lane % 2) * 4 * 128 + lane / 2) % 32);
+  EXPECT_EQ(unpadded.size(), 16u);
+}
+
+TEST(CapstoneShape, AStageRowStaysSixteenByteAligned) {
+  EXPECT_EQ(capstone::kAStrideK * sizeof(float) % 16, 0u);
+  EXPECT_EQ(offsetof(capstone::StageBuffer, b) % 128, 0u);
+  EXPECT_EQ(sizeof(capstone::TmaStageBuffer) % 128, 0u);
 }
 
 TEST(CapstoneTolerance, ErrorFactorIsGammaOfKPlusTwo) {
@@ -282,8 +294,14 @@ TEST(CapstonePtx, TheStageCountIsTheWaitDepth) {
 TEST(CapstoneSass, RungsFourAndFiveCopyWithLdgstsAndUtmaldgAndNoRungUsesTensorCores) {
   const std::string cuobjdump = course::testing::cuobjdump_path();
   if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: SASS checks need it";
-  const std::string listing = course::inspect::run_command(
-      "'" + cuobjdump + "' -sass -arch sm_90 '" + course::testing::kernels_object_path() + "'");
+  // The Hopper code: sm_90a, or sm_90 in a build that names it so.
+  std::string hopper = "sm_90";
+  for (const std::string& target : course::testing::ptx_targets()) {
+    if (target.rfind("sm_90", 0) == 0) hopper = target;
+  }
+  const std::string listing =
+      course::inspect::run_command("'" + cuobjdump + "' -sass -arch " + hopper + " '" +
+                                   course::testing::kernels_object_path() + "'");
   int found = 0;
   for (const auto& fn : course::inspect::sass_functions(listing)) {
     for (const KernelFamily& family : kFamilies) {
@@ -417,13 +435,14 @@ TEST_P(GpuCapstoneStages, EveryStageCountAroundTheTileCount) {
   if (const auto why = course::testing::gpu_unavailable(capstone::min_compute_capability(rung))) {
     GTEST_SKIP() << capstone::name(rung) << ": " << *why;
   }
-  // k of 1 to 7 tiles of 32 and tails: fewer, as many and more tiles than stages (k a
+  // k of 1 to 9 tiles of 8 and tails: fewer, as many and more tiles than stages (k a
   // multiple of 4, which rung 5 needs; rung 4 also gets odd k on the element-wise path).
-  for (int k : {4, 28, 32, 36, 64, 96, 100, 128, 160, 224}) {
+  // n = 260 and m = 131: a block tile and a few columns, a block tile and a few rows.
+  for (int k : {4, 8, 12, 16, 20, 24, 28, 32, 36, 44, 72, 100}) {
     EXPECT_TRUE(matches_cublas({rung, stages}, {131, 260, k}, 1.0f, 0.5f));
   }
   if (rung == Rung::cp_async) {
-    for (int k : {1, 33, 65, 129}) {
+    for (int k : {1, 9, 17, 33, 65}) {
       EXPECT_TRUE(matches_cublas({rung, stages}, {64, 128, k}, -1.0f, 0.0f, false, true));
     }
   }

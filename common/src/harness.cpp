@@ -112,6 +112,13 @@ double Harness::rate_of(const std::string& name) const {
   return 0;
 }
 
+double Harness::sweep_rate_of(const std::string& sweep, const std::string& name) const {
+  for (const Measured& m : measured_) {
+    if (m.sweep == sweep && m.row.variant == name) return m.row.rate;
+  }
+  return 0;
+}
+
 ResultRow Harness::with_ratios(const Measured& m, const Measured* baseline) const {
   ResultRow row = m.row;
   if (reference_rate_ && *reference_rate_ > 0) row.of_reference = row.rate / *reference_rate_;

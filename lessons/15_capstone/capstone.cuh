@@ -17,7 +17,7 @@
 #include <cuda_runtime.h>
 #include <cuda/std/span>
 
-#include <cstddef>
+#include <cstddef>  // offsetof
 #include <cstdint>
 #include <string>
 
@@ -31,9 +31,10 @@ namespace capstone {
 enum class Rung {
   smem_tiled = 1,        ///< "1-smem": 32 x 32 tiles staged through registers into shared memory
   register_blocked = 2,  ///< "2-regblock": 128 x 128 tiles, an 8 x 8 micro-tile per thread, float4
-  warp_tiled = 3,  ///< "3-warptile": each warp owns a 64 x 32 slab; double-buffered shared tiles
-  cp_async = 4,    ///< "4-cp-async": 128 x 32 tiles land through a multi-stage cp.async pipeline
-  tma = 5,         ///< "5-tma": the same tiles as TMA tensor loads from a producer warp (sm_90)
+  warp_tiled = 3,        ///< "3-warptile": 128 x 256 tiles, 64 x 64 warp tiles, 8 x 16 per thread;
+                         ///< double-buffered through registers
+  cp_async = 4,  ///< "4-cp-async": the same tiles land through a multi-stage cp.async pipeline
+  tma = 5,       ///< "5-tma": the same tiles as TMA tensor loads from a producer warp (sm_90)
 };
 
 /// Every rung, in ladder order.
@@ -86,37 +87,85 @@ inline std::string to_string(GemmShape s) {
 /// Rung 1: a 32 x 32 tile of C per block of 32 x 32 threads, one element per thread.
 inline constexpr int kSmemTile = 32;
 
-/// Rungs 2-5: a 128 x 128 tile of C per block of 256 computing threads, an 8 x 8 micro-tile
-/// each (rung 5 adds a 32-thread producer warp).
+/// Rung 2: a 128 x 128 tile of C per block of 256 threads, an 8 x 8 micro-tile each, 8-deep
+/// tiles of A and B.
 inline constexpr int kBlockM = 128;
 inline constexpr int kBlockN = 128;
 inline constexpr int kThreads = 256;
 inline constexpr int kMicroM = 8;
 inline constexpr int kMicroN = 8;
-/// The k-depth of one shared tile: 8 for rungs 2 and 3 (tiles staged through registers),
-/// 32 for rungs 4 and 5 (a row of the A tile is then 128 bytes: one 128-byte swizzle span).
 inline constexpr int kBlockK = 8;
-inline constexpr int kAsyncBlockK = 32;
-/// Rungs 3-5's warp layout: 2 x 4 warps, each a 64 x 32 slab of the block tile.
-inline constexpr int kWarpM = 64;
-inline constexpr int kWarpN = 32;
-/// Rung 5's block: the 8 computing warps and one producer warp that issues the tensor loads.
-inline constexpr int kTmaThreads = kThreads + 32;
+static_assert(kBlockM * kBlockN == kThreads * kMicroM * kMicroN, "rung 2: 64 results per thread");
+
+/// Rungs 3-5 share one tile, the shape that can keep up with cuBLAS: a 128 x 256 tile of C per
+/// block of 256 computing threads; 8 warps of 64 x 64 (2 down, 4 across); 16 x 8 results per
+/// thread (lanes 4 down, 8 across). Per k-step a thread reads 16 values of A and 8 of B from
+/// shared memory for 128 fused multiply-adds: 5.3 FMAs per value read, against rung 2's 4.
+inline constexpr int kTileM = 128;
+inline constexpr int kTileN = 256;
+/// The k-depth of one stage: 8, as in rung 2. A stage is 12 KiB of A and B.
+inline constexpr int kTileK = 8;
+inline constexpr int kWarpTileM = 64;
+inline constexpr int kWarpTileN = 64;
+inline constexpr int kThreadTileM = 16;
+inline constexpr int kThreadTileN = 8;
+/// A lane's rows and columns come in runs of 4 (one float4 of shared memory each).
+inline constexpr int kLanesDown = 4;
+inline constexpr int kLanesAcross = 8;
+static_assert((kTileM / kWarpTileM) * (kTileN / kWarpTileN) == kThreads / 32,
+              "rungs 3-5: one warp tile per computing warp");
+static_assert(kLanesDown * kLanesAcross == 32, "a warp's lanes");
+static_assert(kWarpTileM == kLanesDown * kThreadTileM && kWarpTileN == kLanesAcross * kThreadTileN,
+              "rungs 3-5: one thread tile per lane");
+static_assert(kThreadTileM % 4 == 0 && kThreadTileN % 4 == 0, "thread tiles of float4 runs");
+static_assert(kTileK % 4 == 0, "a row of the A tile is whole 16-byte chunks");
+/// Rung 5's block: the 8 computing warps (two warpgroups of 4) and one producer warpgroup. The
+/// warps of a block are dealt out to the SM's 4 schedulers, each with a quarter of the
+/// register file (16384 registers): 12 warps put 3 on each scheduler, which leaves 168
+/// registers per thread at launch. The producer warpgroup then gives registers back
+/// (setmaxnreg.dec to 56) and the computing warpgroups take them (setmaxnreg.inc to 224):
+/// per scheduler 56 x 32 + 2 x 224 x 32 = 16128 <= 16384.
+inline constexpr int kProducerThreads = 128;
+/// Of the producer warpgroup, one thread issues the tensor loads and the three other warps
+/// transpose the boxes of A (rung 5's TmaStageBuffer).
+inline constexpr int kTransposeThreads = kProducerThreads - 32;
+inline constexpr int kTmaThreads = kThreads + kProducerThreads;
+inline constexpr int kProducerRegisters = 56;
+inline constexpr int kComputeRegisters = 224;
+static_assert((kProducerRegisters + 2 * kComputeRegisters) * 32 <= 16384,
+              "one producer warp and two computing warps share a scheduler's registers");
 
 /// Stage counts rungs 4 and 5 are compiled for (rung 4's wait_group immediate is Stages - 2).
 inline constexpr int kMinStages = 2;
 inline constexpr int kMaxStages = 4;
 inline constexpr int kDefaultStages = 4;
 
-/// Bytes of one stage of rungs 4 and 5: a 128 x 32 tile of A and a 32 x 128 tile of B, fp32.
-inline constexpr std::size_t kStageBytes =
-    static_cast<std::size_t>(kBlockM * kAsyncBlockK + kAsyncBlockK * kBlockN) * sizeof(float);
+/// One stage of rungs 3-5 in shared memory. A is stored transposed, k-major (as in rung 2):
+/// the 16 values of A a thread needs at a k-step are then four float4 of one row of `a`.
+/// Rows of `a` are padded by 4 floats so that the transposing stores of a warp fall in
+/// different banks; every row stays 16-byte aligned.
+inline constexpr int kAStrideK = kTileM + 4;
+struct StageBuffer {
+  float a[kTileK][kAStrideK];  ///< (k, m): A transposed, A[m0 + m][k0 + k] at a[k][m]
+  float b[kTileK][kTileN];     ///< (k, n): B[k0 + k][n0 + n] at b[k][n]
+};
+inline constexpr std::size_t kStageBytes = sizeof(StageBuffer);
+static_assert(sizeof(StageBuffer) % 128 == 0 && offsetof(StageBuffer, b) % 128 == 0,
+              "stages and their B tiles start 128-byte aligned (a tensor load's destination)");
 
-/// Dynamic shared memory of rung 4 or 5 with `stages` stages: the stages, plus (rung 5) the
-/// slack that lets the kernel start them on a 1024-byte boundary (the 128-byte swizzle
-/// pattern is computed from address bits).
+/// Rung 5's stage: the tensor memory accelerator cannot transpose, so the box of A lands
+/// row-major in `a_rows` and the producer warpgroup writes it transposed into `stage.a`.
+struct TmaStageBuffer {
+  StageBuffer stage;
+  float a_rows[kTileM][kTileK];  ///< (m, k): the tensor load of A, as in global memory
+};
+static_assert(sizeof(TmaStageBuffer) % 128 == 0, "every rung 5 stage starts 128-byte aligned");
+
+/// Dynamic shared memory of rung 4 or 5 with `stages` stages, plus (rung 5) the slack that
+/// lets the kernel start them 128-byte aligned.
 __host__ __device__ constexpr std::size_t pipeline_shared_bytes(Rung rung, int stages) {
-  return static_cast<std::size_t>(stages) * kStageBytes + (rung == Rung::tma ? 1024 : 0);
+  return rung == Rung::tma ? static_cast<std::size_t>(stages) * sizeof(TmaStageBuffer) + 128
+                           : static_cast<std::size_t>(stages) * sizeof(StageBuffer);
 }
 
 /// Whether the 16-byte paths apply: every row of A and B starts 16-byte aligned (k and n
@@ -131,12 +180,6 @@ bool vector_path(GemmShape s, const float* a, const float* b, const float* c);
 __host__ __device__ constexpr unsigned chunk_bytes(int col, int len) {
   return col >= len ? 0u : len - col >= 4 ? 16u : static_cast<unsigned>((len - col) * 4);
 }
-
-/// Where chunk `chunk` (0-7: floats 4 chunk .. 4 chunk + 3) of row `row` of the A tile of
-/// rungs 4 and 5 is stored within the row's 128 bytes: chunk ^ (row % 8), the tensor memory
-/// accelerator's 128-byte swizzle (rung 4's copies place the chunks the same way). The 8
-/// consecutive rows a warp reads together then sit in 8 different groups of 4 banks.
-__host__ __device__ constexpr int a_chunk_swizzle(int row, int chunk) { return chunk ^ (row & 7); }
 
 // ---- Launching ---------------------------------------------------------------------------
 

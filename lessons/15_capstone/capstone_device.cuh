@@ -1,7 +1,8 @@
-// Lesson 15: the device helpers every rung shares (read-only): the register micro-tile, the
-// loads of rungs 2-3's tiles through registers, the cp.async wrappers of lesson 09 and the
-// copies of one stage of rung 4, the mbarrier and tensor-load calls of lessons 10-11 for
-// rung 5, and the epilogue that writes a thread's results.
+// Lesson 15: the device helpers the rungs share (read-only): loading a 16-byte chunk of a
+// matrix, rung 2's micro-tile, the one tile of rungs 3-5 (where each thread computes, how it
+// multiplies a stage, how it writes its results, who copies which chunk of a stage), the
+// cp.async wrappers of lesson 09 for rung 4, and the mbarrier and tensor-load calls of
+// lessons 10-11 for rung 5.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -13,29 +14,11 @@
 
 #include "capstone.cuh"
 
+
 namespace capstone {
 namespace {
 
 namespace ptx = cuda::ptx;
-
-// ---- The register micro-tile (rungs 2-5) -------------------------------------------------
-
-/// acc[i][j] += a[i] b[j] for all 8 x 8 pairs: 16 values read from shared memory feed 64
-/// fused multiply-adds. This ratio is what makes rungs 2-5 fast.
-__device__ inline void outer_product(float (&acc)[kMicroM][kMicroN], const float (&a)[kMicroM],
-                                     const float (&b)[kMicroN]) {
-#pragma unroll
-  for (int i = 0; i < kMicroM; ++i) {
-#pragma unroll
-    for (int j = 0; j < kMicroN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-  }
-}
-
-/// Two float4 as one 8-element fragment.
-__device__ inline void unpack(float (&f)[8], float4 lo, float4 hi) {
-  f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w;
-  f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
-}
 
 __device__ inline float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
@@ -43,75 +26,25 @@ __device__ inline float component(float4 v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-// ---- Loads of one tile through registers (rungs 2 and 3) ---------------------------------
-
-/// This thread's share of a 128 x 8 tile of A starting at (m0, k0): row t / 2, columns
-/// (t % 2) x 4 .. + 3. Elements outside the m x k matrix read as zero.
+/// The 16-byte chunk of the row-major matrix `base` (rows x cols, leading dimension cols) at
+/// row `row`, columns col .. col + 3, through registers. Elements outside the matrix read as
+/// zero. Vec: rows are 16-byte aligned and cols % 4 == 0, so a chunk is whole or entirely
+/// outside, and one float4 load reads it.
 template <bool Vec>
-__device__ inline float4 load_a_chunk(const float* a, int m, int k, int m0, int k0, int t) {
-  const int row = m0 + t / 2;
-  const int col = k0 + (t % 2) * 4;
+__device__ inline float4 load_chunk(const float* base, int rows, int cols, int row, int col) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (row >= m) return v;
-  const float* p = a + static_cast<std::size_t>(row) * k + col;
+  if (row >= rows) return v;
+  const float* p = base + static_cast<std::size_t>(row) * cols + col;
   if constexpr (Vec) {
-    if (col < k) v = *reinterpret_cast<const float4*>(p);  // k % 4 == 0: the chunk is whole
+    if (col < cols) v = load4(p);
   } else {
-    if (col + 0 < k) v.x = p[0];
-    if (col + 1 < k) v.y = p[1];
-    if (col + 2 < k) v.z = p[2];
-    if (col + 3 < k) v.w = p[3];
+    if (col + 0 < cols) v.x = p[0];
+    if (col + 1 < cols) v.y = p[1];
+    if (col + 2 < cols) v.z = p[2];
+    if (col + 3 < cols) v.w = p[3];
   }
   return v;
 }
-
-/// This thread's share of an 8 x 128 tile of B starting at (k0, n0): row t / 32, columns
-/// (t % 32) x 4 .. + 3. Elements outside the k x n matrix read as zero.
-template <bool Vec>
-__device__ inline float4 load_b_chunk(const float* b, int k, int n, int k0, int n0, int t) {
-  const int row = k0 + t / 32;
-  const int col = n0 + (t % 32) * 4;
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (row >= k) return v;
-  const float* p = b + static_cast<std::size_t>(row) * n + col;
-  if constexpr (Vec) {
-    if (col < n) v = *reinterpret_cast<const float4*>(p);  // n % 4 == 0: the chunk is whole
-  } else {
-    if (col + 0 < n) v.x = p[0];
-    if (col + 1 < n) v.y = p[1];
-    if (col + 2 < n) v.z = p[2];
-    if (col + 3 < n) v.w = p[3];
-  }
-  return v;
-}
-
-/// The padded row length of rungs 2-3's transposed A tile (As[k][m]): 128 + 4 floats, so the
-/// transposing stores of a warp do not pile onto the same banks, and rows stay 16-byte aligned.
-inline constexpr int kAStride = kBlockM + 4;
-
-/// Stores a chunk from load_a_chunk() transposed: As[k][m] = A[m][k].
-__device__ inline void store_a_transposed(float* as, float4 v, int t) {
-  const int row = t / 2;
-  const int col = (t % 2) * 4;
-  as[(col + 0) * kAStride + row] = v.x;
-  as[(col + 1) * kAStride + row] = v.y;
-  as[(col + 2) * kAStride + row] = v.z;
-  as[(col + 3) * kAStride + row] = v.w;
-}
-
-/// Stores a chunk from load_b_chunk(): Bs[k][n] = B[k][n].
-__device__ inline void store_b(float* bs, float4 v, int t) {
-  *reinterpret_cast<float4*>(bs + (t / 32) * kBlockN + (t % 32) * 4) = v;
-}
-
-// ---- One stage of rungs 4 and 5 ----------------------------------------------------------
-
-/// Floats of one stage: the 128 x 32 tile of A (row-major, 128-byte rows whose 16-byte
-/// chunks are swizzled by a_chunk_swizzle), then the 32 x 128 tile of B (row-major).
-inline constexpr int kTileAFloats = kBlockM * kAsyncBlockK;
-inline constexpr int kStageFloats = static_cast<int>(kStageBytes / sizeof(float));
-
-// ---- The epilogue ------------------------------------------------------------------------
 
 /// C[row][col + i] = alpha acc[i] + beta C[row][col + i] for the four columns inside the
 /// matrix (C not read when beta == 0). Vec: n % 4 == 0 and C 16-byte aligned, so a chunk
@@ -124,7 +57,7 @@ __device__ inline void store_c4(float* c, int m, int n, int row, int col, const 
   if constexpr (Vec) {
     float4 out = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
     if (beta != 0.f) {
-      const float4 old = *reinterpret_cast<const float4*>(p);
+      const float4 old = load4(p);
       out.x = fmaf(beta, old.x, out.x);
       out.y = fmaf(beta, old.y, out.y);
       out.z = fmaf(beta, old.z, out.z);
@@ -138,13 +71,60 @@ __device__ inline void store_c4(float* c, int m, int n, int row, int col, const 
   }
 }
 
-// ---- The computing threads of rungs 4 and 5 ---------------------------------------------
+/// acc[i][j] += a[i] b[j] for every pair: M + N values feed M x N fused multiply-adds. This
+/// ratio is what makes rungs 2-5 fast. Column by column, the rows in serpentine order (down,
+/// then up): consecutive FMAs share an operand, which the hardware reuses instead of reading
+/// it again from the register file.
+template <int M, int N>
+__device__ inline void outer_product(float (&acc)[M][N], const float (&a)[M], const float (&b)[N]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      const int i = j % 2 == 0 ? r : M - 1 - r;
+      acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+  }
+}
 
-/// Where a thread of rungs 4 and 5 computes: the 8 computing warps tile the 128 x 128 block
-/// tile as 2 (down) x 4 (across) slabs of 64 x 32; lane l owns rows row0 + 8 i (i = 0..7)
-/// and columns col0 + 0..3 and col0 + 16 + 0..3, with row0 = slab row + l / 4 and col0 =
-/// slab column + (l % 4) x 4. Interleaved rows: the 8 rows a warp reads at once are
-/// consecutive, so their swizzled A chunks fall in 8 different bank groups.
+/// Four consecutive floats (16-byte aligned) into f[at .. at + 3].
+template <int N>
+__device__ inline void load4_into(float (&f)[N], int at, const float* p) {
+  const float4 v = load4(p);
+  f[at + 0] = v.x, f[at + 1] = v.y, f[at + 2] = v.z, f[at + 3] = v.w;
+}
+
+// ---- Rung 2: the 8 x 8 micro-tile ----------------------------------------------------------
+
+/// The padded row length of rung 2's transposed A tile (As[k][m]): 128 + 4 floats, so the
+/// transposing stores of a warp do not pile onto the same banks, and rows stay 16-byte aligned.
+inline constexpr int kAStride = kBlockM + 4;
+
+/// Stores this thread's chunk of rung 2's 128 x 8 A tile (row t / 2, columns (t % 2) x 4 ..)
+/// transposed: As[k][m] = A[m][k].
+__device__ inline void store_a_transposed(float* as, float4 v, int t) {
+  const int row = t / 2;
+  const int col = (t % 2) * 4;
+  as[(col + 0) * kAStride + row] = v.x;
+  as[(col + 1) * kAStride + row] = v.y;
+  as[(col + 2) * kAStride + row] = v.z;
+  as[(col + 3) * kAStride + row] = v.w;
+}
+
+/// Two float4 as one 8-element fragment.
+__device__ inline void unpack(float (&f)[8], float4 lo, float4 hi) {
+  f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w;
+  f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
+}
+
+// ---- Rungs 3-5: where a thread computes ------------------------------------------------
+
+/// A thread's place in the 128 x 256 block tile. Warp w owns the 64 x 64 warp tile at rows
+/// (w / 4) x 64, columns (w % 4) x 64. In it, lane l owns 16 rows, four runs of 4 that are 16
+/// apart (row0 + 16 i + r, i, r = 0..3), and 8 columns, two runs of 4 that are 32 apart
+/// (col0 + 32 j + e, j, e = 0..1, 0..3), with row0 = warp row + (l / 8) x 4 and col0 = warp
+/// column + (l % 8) x 4. At a k-step the warp then reads 4 x 16 contiguous bytes of a row of
+/// A^T and 8 x 16 of a row of B per float4 load: no bank is read twice.
 struct Place {
   int row0;
   int col0;
@@ -152,49 +132,80 @@ struct Place {
 
 __device__ inline Place place_of(int t) {
   const int warp = t / 32, lane = t % 32;
-  return {(warp / 4) * kWarpM + lane / 4, (warp % 4) * kWarpN + (lane % 4) * 4};
+  constexpr int kWarpsAcross = kTileN / kWarpTileN;  // 4
+  return {(warp / kWarpsAcross) * kWarpTileM + (lane / kLanesAcross) * 4,
+          (warp % kWarpsAcross) * kWarpTileN + (lane % kLanesAcross) * 4};
 }
 
-/// acc += this thread's rows of the stage's A tile x its columns of the B tile: 32 k-steps
-/// of outer products. A's rows are read 4 k-steps at a time (one float4 per row, from its
-/// swizzled chunk), B's row k as two float4.
-__device__ inline void multiply_stage(float (&acc)[kMicroM][kMicroN], const float* stage, Place p) {
-  const float* as = stage;
-  const float* bs = stage + kTileAFloats;
+/// The results a thread accumulates in registers: 16 x 8 floats.
+using Accumulators = float[kThreadTileM][kThreadTileN];
+
+/// acc += this thread's rows of the stage's A tile x its columns of the B tile, one k-step
+/// after the other: per k-step four float4 of A^T's row k, two float4 of B's row k, and 128
+/// fused multiply-adds.
+__device__ inline void multiply_stage(Accumulators& acc, const StageBuffer& stage, Place p) {
 #pragma unroll
-  for (int q = 0; q < kAsyncBlockK / 4; ++q) {
-    float4 arow[kMicroM];
+  for (int k = 0; k < kTileK; ++k) {
+    float a[kThreadTileM], b[kThreadTileN];
 #pragma unroll
-    for (int i = 0; i < kMicroM; ++i) {
-      const int row = p.row0 + 8 * i;
-      arow[i] = load4(as + row * kAsyncBlockK + a_chunk_swizzle(row, q) * 4);
-    }
+    for (int i = 0; i < kThreadTileM / 4; ++i) load4_into(a, 4 * i, &stage.a[k][p.row0 + 16 * i]);
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      float af[kMicroM], bf[kMicroN];
-#pragma unroll
-      for (int i = 0; i < kMicroM; ++i) af[i] = component(arow[i], kk);
-      const float* bk = bs + (4 * q + kk) * kBlockN + p.col0;
-      unpack(bf, load4(bk), load4(bk + 16));
-      outer_product(acc, af, bf);
-    }
+    for (int j = 0; j < kThreadTileN / 4; ++j) load4_into(b, 4 * j, &stage.b[k][p.col0 + 32 * j]);
+    outer_product(acc, a, b);
   }
 }
 
-/// Writes a thread's 8 x 8 results of rungs 4 and 5 (see Place) through store_c4().
+/// Writes a thread's 16 x 8 results (see Place) through store_c4(): per row, two chunks of 4
+/// columns, 32 apart.
 template <bool Vec>
 __device__ inline void store_results(float* c, int m, int n, int m0, int n0, Place p,
-                                     const float (&acc)[kMicroM][kMicroN], float alpha,
-                                     float beta) {
+                                     const Accumulators& acc, float alpha, float beta) {
 #pragma unroll
-  for (int i = 0; i < kMicroM; ++i) {
-    const int row = m0 + p.row0 + 8 * i;
-    store_c4<Vec>(c, m, n, row, n0 + p.col0, &acc[i][0], alpha, beta);
-    store_c4<Vec>(c, m, n, row, n0 + p.col0 + 16, &acc[i][4], alpha, beta);
+  for (int i = 0; i < kThreadTileM; ++i) {
+    const int row = m0 + p.row0 + 16 * (i / 4) + i % 4;
+#pragma unroll
+    for (int j = 0; j < kThreadTileN / 4; ++j) {
+      store_c4<Vec>(c, m, n, row, n0 + p.col0 + 32 * j, &acc[i][4 * j], alpha, beta);
+    }
   }
 }
 
-// ---- cp.async (lesson 09), for rung 4 ----------------------------------------------------
+// ---- Rungs 3-5: who copies which chunk of a stage ------------------------------------------
+
+/// A stage is 256 16-byte chunks of A (128 rows x 2) and 512 of B (8 rows x 64). Each of the
+/// 256 computing threads of rungs 3 and 4 copies one chunk of A (row t / 2, columns (t % 2) x
+/// 4 ..) and two of B (chunks t and t + 256, row-major): the global reads of a warp are
+/// contiguous. A's chunk is stored transposed, one float at a time; the padding of StageBuffer::a
+/// puts the 32 stores of a warp in 32 different banks.
+inline constexpr int kAChunks = kTileM * kTileK / 4;
+inline constexpr int kBChunksPerThread = kTileK * kTileN / 4 / kThreads;
+static_assert(kAChunks == kThreads && kBChunksPerThread * kThreads * 4 == kTileK * kTileN,
+              "rungs 3 and 4: one chunk of A and two of B per thread");
+
+/// A chunk of a tile: its row and first column within the tile.
+struct TileChunk {
+  int row;
+  int col;
+};
+
+/// Chunk q of the A tile (128 x 8): row q / 2, columns (q % 2) x 4 .. + 3.
+__device__ inline TileChunk a_chunk(int q) { return {q / (kTileK / 4), (q % (kTileK / 4)) * 4}; }
+
+/// Chunk t + kThreads p of the B tile (8 x 256).
+__device__ inline TileChunk b_chunk(int t, int p) {
+  const int q = t + p * kThreads;
+  return {q / (kTileN / 4), (q % (kTileN / 4)) * 4};
+}
+
+/// Stores a chunk of A (row `ch.row`, 4 columns from `ch.col`) transposed into the stage.
+__device__ inline void store_a_chunk_transposed(StageBuffer& stage, TileChunk ch, float4 v) {
+  stage.a[ch.col + 0][ch.row] = v.x;
+  stage.a[ch.col + 1][ch.row] = v.y;
+  stage.a[ch.col + 2][ch.row] = v.z;
+  stage.a[ch.col + 3][ch.row] = v.w;
+}
+
+// ---- cp.async (lesson 09), for rung 4 ------------------------------------------------------
 
 __device__ inline std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -223,9 +234,8 @@ __device__ inline void wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/// One 16-byte chunk of a tile: `dst` in shared memory, from row `row` (of `rows`) and
-/// columns col .. col + 3 (of `cols`) of the row-major matrix at `base` (leading dimension
-/// `cols`). Outside the matrix the chunk is zero-filled: src-size 0 reads nothing, and its
+/// The chunk of `base` (rows x cols, row-major) at (row, col .. col + 3) on its way into
+/// shared `dst`. Outside the matrix it is zero-filled: src-size 0 reads nothing, and its
 /// source is then `base` itself, a valid address. Vec: rows 16-byte aligned; otherwise four
 /// 4-byte copies.
 template <bool Vec>
@@ -244,30 +254,40 @@ __device__ inline void copy_chunk(float* dst, const float* base, int rows, int c
   }
 }
 
-/// Starts this thread's copies of one stage: the tiles at (m0, k0) of A and (k0, n0) of B,
-/// 1024 chunks each, four of each per thread. A's chunks go where the 128-byte swizzle puts
-/// them, so rung 4's stage has exactly the layout of rung 5's tensor loads.
+/// Starts this thread's copies of one stage. The A tile at (m0, k0) is copied float by float
+/// (cp.async moves 4, 8 or 16 contiguous bytes, so a transpose takes 4-byte copies): copy e
+/// of thread t is element t + 256 e of the tile in row-major order, so the 32 copies of a
+/// warp read 4 rows x 8 consecutive floats (4 sectors of 32 bytes) and write them to 32
+/// different banks of A^T. The B tile at (k0, n0): two 16-byte chunks per thread on the
+/// vector path. Outside the matrices the copies are zero-filled.
 template <bool Vec>
-__device__ inline void copy_stage(float* stage, const float* a, const float* b, int m, int n, int k,
-                                  int m0, int n0, int k0, int t) {
-  constexpr int kChunksPerRow = kAsyncBlockK / 4;  // 8 in a row of A
+__device__ inline void copy_stage(StageBuffer& stage, const float* a, const float* b, int m, int n,
+                                  int k, int m0, int n0, int k0, int t) {
+  constexpr int kAFloatsPerThread = kTileM * kTileK / kThreads;  // 4
 #pragma unroll
-  for (int p = 0; p < kTileAFloats / 4 / kThreads; ++p) {
-    const int q = t + p * kThreads;
-    const int row = q / kChunksPerRow, chunk = q % kChunksPerRow;
-    copy_chunk<Vec>(stage + row * kAsyncBlockK + a_chunk_swizzle(row, chunk) * 4, a, m, k, m0 + row,
-                    k0 + chunk * 4);
+  for (int e = 0; e < kAFloatsPerThread; ++e) {
+    const int f = t + e * kThreads;                 // element f of the (kTileM, kTileK) tile
+    const int r = f / kTileK, kk = f % kTileK;      // A[m0 + r][k0 + kk]
+    const int row = m0 + r, col = k0 + kk;
+    const bool valid = row < m && col < k;
+    cp_async4_zfill(&stage.a[kk][r], valid ? a + static_cast<std::size_t>(row) * k + col : a,
+                    valid);
   }
-  float* bs = stage + kTileAFloats;
 #pragma unroll
-  for (int p = 0; p < kAsyncBlockK * kBlockN / 4 / kThreads; ++p) {
-    const int q = t + p * kThreads;
-    const int row = q / (kBlockN / 4), chunk = q % (kBlockN / 4);
-    copy_chunk<Vec>(bs + row * kBlockN + chunk * 4, b, k, n, k0 + row, n0 + chunk * 4);
+  for (int p = 0; p < kBChunksPerThread; ++p) {
+    const TileChunk ch = b_chunk(t, p);
+    copy_chunk<Vec>(&stage.b[ch.row][ch.col], b, k, n, k0 + ch.row, n0 + ch.col);
   }
 }
 
-// ---- mbarriers and tensor loads (lessons 10 and 11), for rung 5 --------------------------
+// ---- mbarriers and tensor loads (lessons 10 and 11), for rung 5 ----------------------------
+
+/// The mbarriers of one stage of rung 5.
+struct StageBarriers {
+  std::uint64_t a_landed;  ///< the box of A is in a_rows: one arrival (with its bytes)
+  std::uint64_t full;      ///< A^T and B are in the stage: 1 + kTransposeThreads arrivals
+  std::uint64_t empty;     ///< the computing warps are done with it: one arrival per warp
+};
 
 /// `p` moved up to the next shared-memory address that is a multiple of `alignment`.
 __device__ inline unsigned char* align_shared(unsigned char* p, std::uint32_t alignment) {
@@ -301,6 +321,23 @@ __device__ inline void wait_parity(std::uint64_t* bar, std::uint32_t parity) {
   }
 #else
   (void)bar, (void)parity;
+#endif
+}
+
+/// setmaxnreg (sm_90a): this warpgroup's threads own `Count` registers each from here on (a
+/// producer gives registers back, the computing warps take them). Every warp of the
+/// warpgroup executes it. The kernel's code after it is compiled for that many registers.
+template <int Count>
+__device__ inline void give_back_registers() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Count));
+#endif
+}
+
+template <int Count>
+__device__ inline void take_registers() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Count));
 #endif
 }
 

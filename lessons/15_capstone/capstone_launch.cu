@@ -57,10 +57,11 @@ Kernel kernel_for(const Config& config) {
 
 using TmaKernel = void (*)(CUtensorMap, CUtensorMap, int, int, int, float, float, float*);
 
-/// Rung 5: A in boxes of 128 rows x 32 columns (128-byte rows, swizzled), B in boxes of 32
-/// rows x 128 columns (512-byte rows, not swizzled: the computing warps read 64 contiguous
-/// bytes of a row of B at a time, which no bank sees twice). Outside the matrix the boxes
-/// are filled with zeros, so a k that is not a multiple of 32 needs no special case.
+/// Rung 5: A in boxes of 128 rows x 8 columns (32-byte rows; the producer warpgroup
+/// transposes them), B in boxes of 8 rows x 256 columns (1 KiB rows). No swizzle: the
+/// computing warps read 64 or 128 contiguous bytes of a row at a time, which no bank sees
+/// twice. Outside the matrix the boxes are filled with zeros, so a k that is not a multiple
+/// of 8 needs no special case.
 course::Launch prepare_tma(const Config& config, GemmShape shape, float alpha, const float* a,
                            const float* b, float beta, float* c) {
   namespace tm = tma_tensor_copy;
@@ -68,10 +69,10 @@ course::Launch prepare_tma(const Config& config, GemmShape shape, float alpha, c
   CUtensorMap a_map{}, b_map{};  // k == 0: no tile, no load; the maps are never read
   if (k > 0) {
     a_map = tm::encode_tensor_map(
-        tm::matrix_spec(a, m, k, k, kBlockM, kAsyncBlockK, tm::Swizzle::b128, tm::OobFill::zero),
+        tm::matrix_spec(a, m, k, k, kTileM, kTileK, tm::Swizzle::none, tm::OobFill::zero),
         "capstone: the tensor map of A");
     b_map = tm::encode_tensor_map(
-        tm::matrix_spec(b, k, n, n, kAsyncBlockK, kBlockN, tm::Swizzle::none, tm::OobFill::zero),
+        tm::matrix_spec(b, k, n, n, kTileK, kTileN, tm::Swizzle::none, tm::OobFill::zero),
         "capstone: the tensor map of B");
   }
   const TmaKernel kernel = course::with_stage_count<kMinStages, kMaxStages>(
@@ -80,7 +81,7 @@ course::Launch prepare_tma(const Config& config, GemmShape shape, float alpha, c
   COURSE_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(shared)));
-  const dim3 grid((n + kBlockN - 1) / kBlockN, (m + kBlockM - 1) / kBlockM);
+  const dim3 grid((n + kTileN - 1) / kTileN, (m + kTileM - 1) / kTileM);
   return [=](cudaStream_t stream) {
     kernel<<<grid, kTmaThreads, shared, stream>>>(a_map, b_map, m, n, k, alpha, beta, c);
     COURSE_CHECK_LAUNCH();
@@ -143,8 +144,14 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
     return prepare_tma(config, shape, alpha, a, b, beta, c);
   }
   const Kernel kernel = vec ? kernel_for<true>(config) : kernel_for<false>(config);
-  const int tile = config.rung == Rung::smem_tiled ? kSmemTile : kBlockM;
-  const dim3 grid((n + tile - 1) / tile, (m + tile - 1) / tile);
+  // The C tile of a block: 32 x 32 (rung 1), 128 x 128 (rung 2), 128 x 256 (rungs 3-5).
+  const int tile_m = config.rung == Rung::smem_tiled         ? kSmemTile
+                     : config.rung == Rung::register_blocked ? kBlockM
+                                                             : kTileM;
+  const int tile_n = config.rung == Rung::smem_tiled         ? kSmemTile
+                     : config.rung == Rung::register_blocked ? kBlockN
+                                                             : kTileN;
+  const dim3 grid((n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m);
   const dim3 block = config.rung == Rung::smem_tiled ? dim3(kSmemTile, kSmemTile) : dim3(kThreads);
   const std::size_t shared = pipelined ? pipeline_shared_bytes(config.rung, config.stages) : 0;
   if (shared > 0) {

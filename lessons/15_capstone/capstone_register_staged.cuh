@@ -2,8 +2,10 @@
 // memory, as in lesson 01; each rung adds one idea to the one before:
 //   rung 1  a 32 x 32 tile per block, one output per thread
 //   rung 2  a 128 x 128 tile per block, an 8 x 8 micro-tile of C in each thread's registers
-//   rung 3  the same, each warp owning a 64 x 32 slab, with double-buffered shared tiles
-// Rungs 4 and 5 (capstone.cu) replace the trip through registers with asynchronous copies.
+//   rung 3  a 128 x 256 tile, each warp owning a 64 x 64 warp tile and each thread 8 x 16
+//           results, with double-buffered shared tiles: the tile of rungs 4 and 5
+// Rungs 4 and 5 (capstone.cu) keep rung 3's tile and arithmetic and replace the trip through
+// registers with asynchronous copies.
 #pragma once
 
 #include "capstone.cuh"
@@ -48,15 +50,17 @@ template <bool Vec>
 __global__ void __launch_bounds__(kThreads)
     sgemm_regblock_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
                           float beta, float* c) {
-  __shared__ __align__(16) float as[kBlockK * kAStride];  // transposed: as[k][m]
-  __shared__ __align__(16) float bs[kBlockK * kBlockN];
+  __shared__ __align__(16) float as[kBlockK * kAStride];  // (kBlockK, kBlockM): A transposed
+  __shared__ __align__(16) float bs[kBlockK * kBlockN];   // (kBlockK, kBlockN)
   const int t = threadIdx.x, tx = t % 16, ty = t / 16;
   const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
   float acc[kMicroM][kMicroN] = {};
   float af[kMicroM], bf[kMicroN];
   for (int k0 = 0; k0 < k; k0 += kBlockK) {
-    store_a_transposed(as, load_a_chunk<Vec>(a, m, k, m0, k0, t), t);
-    store_b(bs, load_b_chunk<Vec>(b, k, n, k0, n0, t), t);
+    // Thread t stages A[m0 + t / 2][k0 + (t % 2) * 4 ..] and B[k0 + t / 32][n0 + (t % 32) * 4 ..].
+    store_a_transposed(as, load_chunk<Vec>(a, m, k, m0 + t / 2, k0 + (t % 2) * 4), t);
+    *reinterpret_cast<float4*>(bs + (t / 32) * kBlockN + (t % 32) * 4) =
+        load_chunk<Vec>(b, k, n, k0 + t / 32, n0 + (t % 32) * 4);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < kBlockK; ++kk) {
@@ -75,66 +79,62 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---- Rung 3: warp tiling -----------------------------------------------------------------
+// ---- Rung 3: warp tiling, double-buffered through registers --------------------------------
 
-/// Where a thread's 8 x 8 results sit in the block tile: the 8 warps tile it as 2 (down) x 4
-/// (across) slabs of 64 x 32; within its slab a warp's lanes form 8 (down) x 4 (across)
-/// groups, lane l owning rows r0 + {0, 32} + 0..3 and columns c0 + {0, 16} + 0..3 with
-/// r0 = slab row + (l / 4) x 4, c0 = slab column + (l % 4) x 4. The four lanes that share
-/// rows read the same A values: one shared-memory read serves all four.
-struct WarpPlace {
-  int row_base;
-  int col_base;
+/// This thread's chunks of one stage, on their way through registers: the chunks rung 4
+/// copies with cp.async (a_chunk, b_chunk).
+struct StagedChunks {
+  float4 a;
+  float4 b[kBChunksPerThread];
 };
 
-__device__ inline WarpPlace warp_place(int t) {
-  const int warp = t / 32, lane = t % 32;
-  return {(warp / 4) * kWarpM + (lane / 4) * 4, (warp % 4) * kWarpN + (lane % 4) * 4};
+/// Loads this thread's chunks of the tiles at (m0, k0) of A and (k0, n0) of B into registers.
+template <bool Vec>
+__device__ inline void load_stage(StagedChunks& r, const float* a, const float* b, int m, int n,
+                                  int k, int m0, int n0, int k0, int t) {
+  const TileChunk ach = a_chunk(t);
+  r.a = load_chunk<Vec>(a, m, k, m0 + ach.row, k0 + ach.col);
+#pragma unroll
+  for (int p = 0; p < kBChunksPerThread; ++p) {
+    const TileChunk ch = b_chunk(t, p);
+    r.b[p] = load_chunk<Vec>(b, k, n, k0 + ch.row, n0 + ch.col);
+  }
+}
+
+/// Stores the chunks load_stage() loaded where they belong in `stage` (A transposed).
+__device__ inline void store_stage(StageBuffer& stage, const StagedChunks& r, int t) {
+  store_a_chunk_transposed(stage, a_chunk(t), r.a);
+#pragma unroll
+  for (int p = 0; p < kBChunksPerThread; ++p) {
+    const TileChunk ch = b_chunk(t, p);
+    *reinterpret_cast<float4*>(&stage.b[ch.row][ch.col]) = r.b[p];
+  }
 }
 
 template <bool Vec>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1)
     sgemm_warptile_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
                           float beta, float* c) {
-  __shared__ __align__(16) float as[2][kBlockK * kAStride];
-  __shared__ __align__(16) float bs[2][kBlockK * kBlockN];
+  __shared__ StageBuffer stages[2];  // double buffering: 24 KiB
   const int t = threadIdx.x;
-  const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
-  const WarpPlace w = warp_place(t);
-  float acc[kMicroM][kMicroN] = {};
-  float af[kMicroM], bf[kMicroN];
-  float4 av = load_a_chunk<Vec>(a, m, k, m0, 0, t), bv = load_b_chunk<Vec>(b, k, n, 0, n0, t);
-  store_a_transposed(as[0], av, t);
-  store_b(bs[0], bv, t);
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const Place place = place_of(t);
+  const int tiles = (k + kTileK - 1) / kTileK;
+  Accumulators acc = {};
+  StagedChunks staged;
+  load_stage<Vec>(staged, a, b, m, n, k, m0, n0, 0, t);
+  store_stage(stages[0], staged, t);
   __syncthreads();
-  int cur = 0;
-  for (int k0 = 0; k0 < k; k0 += kBlockK) {
-    const bool more = k0 + kBlockK < k;
-    if (more) {  // the next tile's loads are in flight while this one is computed
-      av = load_a_chunk<Vec>(a, m, k, m0, k0 + kBlockK, t);
-      bv = load_b_chunk<Vec>(b, k, n, k0 + kBlockK, n0, t);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBlockK; ++kk) {
-      const float* ak = &as[cur][kk * kAStride + w.row_base];
-      const float* bk = &bs[cur][kk * kBlockN + w.col_base];
-      unpack(af, load4(ak), load4(ak + 32));
-      unpack(bf, load4(bk), load4(bk + 16));
-      outer_product(acc, af, bf);
-    }
-    if (more) {  // the other buffer was last read before the previous barrier
-      store_a_transposed(as[cur ^ 1], av, t);
-      store_b(bs[cur ^ 1], bv, t);
-    }
+  for (int tile = 0; tile < tiles; ++tile) {
+    const bool more = tile + 1 < tiles;
+    // The next tile's loads are in flight while this one is computed...
+    if (more) load_stage<Vec>(staged, a, b, m, n, k, m0, n0, (tile + 1) * kTileK, t);
+    multiply_stage(acc, stages[tile % 2], place);
+    // ...and land in the other stage, which every thread last read before the last barrier.
+    if (more) store_stage(stages[(tile + 1) % 2], staged, t);
     __syncthreads();
-    cur ^= 1;
   }
-#pragma unroll
-  for (int i = 0; i < kMicroM; ++i) {
-    const int row = m0 + w.row_base + (i / 4) * 32 + i % 4;
-    store_c4<Vec>(c, m, n, row, n0 + w.col_base, &acc[i][0], alpha, beta);
-    store_c4<Vec>(c, m, n, row, n0 + w.col_base + 16, &acc[i][4], alpha, beta);
-  }
+  store_results<Vec>(c, m, n, m0, n0, place, acc, alpha, beta);
 }
 
 }  // namespace

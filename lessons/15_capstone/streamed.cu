@@ -214,6 +214,28 @@ course::Launch prepare_stage(Stage stage, const StreamedJob& job, int chunks) {
   };
 }
 
+course::Launch prepare_both_ways(const StreamedJob& job, const ot::StreamSet& streams) {
+  check_job(job);
+  course::require(streams.size() >= 2, kWhere, "both ways at once needs 2 streams");
+  check_memory(job);
+  const ot::StreamSet* set = &streams;
+  const RowRange all{0, job.rows};
+  return [job, set, all](cudaStream_t origin) {
+    set->fork_from(origin, 2);
+    copy_rows(job.device_a, job.host_a, all, job.k, cudaMemcpyHostToDevice, (*set)[0]);
+    copy_rows(job.host_c, job.device_c, all, job.n, cudaMemcpyDeviceToHost, (*set)[1]);
+    set->join_into(origin, 2);
+  };
+}
+
+double shared_link_bound(int chunks, model::StageTimes chunk, double both_ways) {
+  course::require(chunks >= 1, kWhere, "shared_link_bound: chunks must be >= 1");
+  course::require(chunk.h2d >= 0 && chunk.kernel >= 0 && chunk.d2h >= 0 && both_ways >= 0, kWhere,
+                  "shared_link_bound: times must be >= 0");
+  const double steady = std::max({chunk.h2d, chunk.kernel, chunk.d2h, both_ways});
+  return chunk.h2d + chunk.kernel + chunk.d2h + (chunks - 1) * steady;
+}
+
 course::Comparison compare_bitwise(cuda::std::span<const float> expected,
                                    cuda::std::span<const float> actual) {
   course::require(expected.size() == actual.size(), kWhere,
@@ -331,7 +353,7 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
   stage_counts.push_back(1);  // the whole job's stage times are always printed
   std::sort(stage_counts.begin(), stage_counts.end());
   stage_counts.erase(std::unique(stage_counts.begin(), stage_counts.end()), stage_counts.end());
-  const ot::StreamSet streams(settings.chunk_counts.back());
+  const ot::StreamSet streams(std::max(2, settings.chunk_counts.back()));  // >= 2: both ways
   const course::Launch sequential = prepare_sequential(job);
   std::map<int, course::Launch> streamed;
   std::map<int, std::vector<course::Launch>> stage_launches;
@@ -373,13 +395,22 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
     times[c] = {time_ms(l[0]) / c, time_ms(l[1]) / c, time_ms(l[2]) / c};
   }
   const model::StageTimes& whole = times[1];
+  // Both copy directions at once: the two-way rate the chunks of a pipeline share.
+  const double both_ways_ms = time_ms(prepare_both_ways(job, streams));
   std::cout << "  whole job, each operation alone: H2D " << course::fixed(whole.h2d, 4) << " ms ("
             << course::fixed(course::gigabytes_per_second(a_count * 4.0, whole.h2d), 1)
             << " GB/s), GEMM " << course::fixed(whole.kernel, 4) << " ms ("
             << course::fixed(flops / (whole.kernel * 1e9), 1) << " TFLOP/s), D2H "
             << course::fixed(whole.d2h, 4) << " ms ("
             << course::fixed(course::gigabytes_per_second(c_count * 4.0, whole.d2h), 1)
-            << " GB/s)\n";
+            << " GB/s); both copies at once " << course::fixed(both_ways_ms, 4) << " ms ("
+            << course::fixed(course::gigabytes_per_second((a_count + c_count) * 4.0, both_ways_ms),
+                             1)
+            << " GB/s together, against "
+            << course::fixed(course::gigabytes_per_second(a_count * 4.0, whole.h2d) +
+                                 course::gigabytes_per_second(c_count * 4.0, whole.d2h),
+                             1)
+            << " GB/s if each kept its own rate)\n";
 
   const auto params = [&](int c, const char* order) {
     const model::StageTimes& t = times[c];
@@ -419,11 +450,12 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
     const bool ok = checked_run(what, streamed[c], against_sequential);
     const double ms = time_ms(streamed[c]);
     harness.record_sweep("streamed", params(c, "streamed"), what, ms, flops, check_text(ok));
-    bound_of[c] = model::pipeline_bound(c, times[c]);
+    bound_of[c] = shared_link_bound(c, times[c], both_ways_ms / c);
     harness.record_sweep("streamed model", params(c, "streamed"), "model, " + chunks_text(c),
                          model::predict(this_gpu, ot::Order::per_chunk, c, times[c]), flops, "-");
     harness.record_sweep("streamed model", params(c, "bound"),
-                         "bound (any order), " + chunks_text(c), bound_of[c], flops, "-");
+                         "bound (any order, shared link), " + chunks_text(c), bound_of[c], flops,
+                         "-");
     if (ok && c >= 2 && ms < best_ms) {
       best_ms = ms;
       best = c;
@@ -476,7 +508,8 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
                             " x sequential (sequential time / streamed time)",
                         speedup >= kMinSpeedup, speedup);
   harness.judged_target(who + " >= " + course::fixed(kMinOfBound, 2) +
-                            " x the engine bound (bound time / streamed time)",
+                            " x the engine bound, both copies sharing the link (bound time / "
+                            "streamed time)",
                         of_bound >= kMinOfBound, of_bound);
 }
 

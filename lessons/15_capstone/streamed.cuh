@@ -135,6 +135,21 @@ course::Launch prepare_streamed(const StreamedJob& job, int chunks,
 /// engine-queue model is fed with. Same checks as prepare_streamed.
 course::Launch prepare_stage(overlap_transfers::Stage stage, const StreamedJob& job, int chunks);
 
+/// Prepares the two copies of the whole job at once: all of A host -> device on one stream
+/// and all of C device -> host on another, forked from and joined into the launch's stream
+/// (the streams of `streams`: at least 2). Its time is what both directions take when they
+/// share the link; a pipeline's chunks cannot copy faster than that. Same checks as
+/// prepare_streamed.
+course::Launch prepare_both_ways(const StreamedJob& job,
+                                 const overlap_transfers::StreamSet& streams);
+
+/// The engine bound of `chunks` chunks when both copy directions share one link: as lesson
+/// 14's pipeline_bound (h2d + kernel + d2h + (chunks - 1) x the slowest stage), but in the
+/// steady state a chunk also takes at least `both_ways` ms, the time its H2D and D2H need
+/// together (the whole job's both-ways copy time / chunks). Throws std::invalid_argument for
+/// chunks < 1 or a negative time.
+double shared_link_bound(int chunks, overlap_transfers::model::StageTimes chunk, double both_ways);
+
 /// Compares every element bit for bit (a NaN matches only the same NaN, -0 does not match
 /// +0): the streamed C against the sequential one. Throws std::invalid_argument when the
 /// sizes differ.

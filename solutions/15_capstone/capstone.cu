@@ -1,14 +1,15 @@
 // Your exercise: the TODOs in this file. Read-only: rungs 1-3 (capstone_register_staged.cuh),
 // the device helpers (capstone_device.cuh), the launchers (capstone_launch.cu), the rest.
 //
-// Lesson 15: the two asynchronous rungs of the SGEMM ladder. Both compute a 128 x 128 tile of
-// C per block with the same 8 computing warps and the same stages in shared memory (a
-// 128 x 32 tile of A, its 128-byte rows swizzled, and a 32 x 128 tile of B); they differ
-// only in how the stages are filled:
-//   rung 4  every thread copies its share with cp.async, and the whole block waits at a
-//           barrier before it computes a stage (lessons 06 and 09)
-//   rung 5  one producer thread fills each stage with two TMA tensor loads; full and empty
-//           mbarriers, one pair per stage, replace the block-wide barrier (lessons 10-11)
+// Lesson 15: the two asynchronous rungs of the SGEMM ladder. Both compute rung 3's 128 x 256
+// tile of C per block with the same 8 computing warps, the same arithmetic and the same
+// stages in shared memory (an 8 x 128 tile of A^T and an 8 x 256 tile of B, capstone.cuh's
+// StageBuffer); they differ only in how the stages are filled:
+//   rung 4  every computing thread copies its share with cp.async, and the whole block waits
+//           at a barrier before it computes a stage (lessons 06 and 09)
+//   rung 5  a producer warpgroup fills each stage: one thread starts two TMA tensor loads,
+//           three warps write the box of A transposed; full and empty mbarriers, one pair
+//           per stage, replace the block-wide barrier (lessons 10-11)
 #include <cuda.h>  // CUtensorMap
 #include <cuda/ptx>
 
@@ -25,18 +26,18 @@ template <bool Vec, int Stages>
 __global__ void __launch_bounds__(kThreads, 1)
     sgemm_cp_async_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
                           float beta, float* c) {
-  extern __shared__ __align__(16) float smem[];  // Stages x kStageFloats
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  StageBuffer* stages = reinterpret_cast<StageBuffer*>(dynamic_smem);  // (Stages)
   const int t = threadIdx.x;
-  const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
   const Place place = place_of(t);
-  const int tiles = (k + kAsyncBlockK - 1) / kAsyncBlockK;
-  float acc[kMicroM][kMicroN] = {};
+  const int tiles = (k + kTileK - 1) / kTileK;
+  Accumulators acc = {};
   // Prologue: tiles 0 .. Stages-2 in flight, one commit group each (empty ones included, so
   // that the group count stays in step with the tile count).
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s < tiles)
-      copy_stage<Vec>(smem + s * kStageFloats, a, b, m, n, k, m0, n0, s * kAsyncBlockK, t);
+    if (s < tiles) copy_stage<Vec>(stages[s], a, b, m, n, k, m0, n0, s * kTileK, t);
     commit_group();
   }
   for (int tile = 0; tile < tiles; ++tile) {
@@ -48,60 +49,81 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();           // ...and everyone's; and nobody still reads the stage reused next
     const int next = tile + Stages - 1;
     if (next < tiles) {
-      copy_stage<Vec>(smem + (next % Stages) * kStageFloats, a, b, m, n, k, m0, n0,
-                      next * kAsyncBlockK, t);
+      copy_stage<Vec>(stages[next % Stages], a, b, m, n, k, m0, n0, next * kTileK, t);
     }
     commit_group();
     // END SOLUTION
-    multiply_stage(acc, smem + (tile % Stages) * kStageFloats, place);
+    multiply_stage(acc, stages[tile % Stages], place);
   }
   store_results<Vec>(c, m, n, m0, n0, place, acc, alpha, beta);
 }
 
-// ---- Rung 5: TMA tensor loads, a producer warp, full and empty mbarriers ------------------
+// ---- Rung 5: TMA tensor loads, a producer warpgroup, full and empty mbarriers ------------
 
-/// The producer's thread: for every tile of the block's k-loop, waits until the computing
-/// warps have released the stage it goes into, then starts its two tensor loads.
+/// The producer warpgroup's first thread: for every tile of the block's k-loop, waits until
+/// the computing warps have released the stage it goes into, then starts its two tensor
+/// loads. It runs up to Stages tiles ahead of the computing warps.
 template <int Stages>
-__device__ inline void produce(const CUtensorMap* a_map, const CUtensorMap* b_map, float* stages,
-                               std::uint64_t* full, std::uint64_t* empty, int m0, int n0,
-                               int tiles) {
+__device__ inline void load_tiles(const CUtensorMap* a_map, const CUtensorMap* b_map,
+                                  TmaStageBuffer* stages, StageBarriers* bars, int m0, int n0,
+                                  int tiles) {
   for (int tile = 0; tile < tiles; ++tile) {
     const int s = tile % Stages;
-    float* stage = stages + s * kStageFloats;
+    TmaStageBuffer& stage = stages[s];
+    StageBarriers& bar = bars[s];
     // TODO 2: afterwards the computing warps are done with what stage s held before (tile
     //         tile - Stages, when there was one: each use of a stage is one phase of its
-    //         empty barrier), full[s]'s phase in progress has its one arrival and expects
-    //         the stage's kStageBytes, and two tensor loads are on their way into the stage:
-    //         the box of A at (m0, tile x kAsyncBlockK) and, kTileAFloats floats further,
-    //         the box of B at (tile x kAsyncBlockK, n0).
+    //         empty barrier), and two tensor loads are on their way: the box of A at
+    //         (m0, tile x kTileK) into stage.a_rows, counted on bar.a_landed, and the box of
+    //         B at (tile x kTileK, n0) into stage.stage.b, counted on bar.full. Each of the
+    //         two barriers' phase in progress has this thread's one arrival and expects its
+    //         box's bytes (sizeof the destination).
     // BEGIN SOLUTION
-    if (tile >= Stages) wait_parity(&empty[s], (tile / Stages - 1) & 1);
-    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s],
-                                   static_cast<std::uint32_t>(kStageBytes));
-    load_box(a_map, stage, &full[s], m0, tile * kAsyncBlockK);
-    load_box(b_map, stage + kTileAFloats, &full[s], tile * kAsyncBlockK, n0);
-    // STARTER: (void)a_map; (void)b_map; (void)stage; (void)full; (void)empty; (void)m0; (void)n0;
+    if (tile >= Stages) wait_parity(&bar.empty, (tile / Stages - 1) & 1);
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared,
+                                   &bar.a_landed, sizeof(stage.a_rows));
+    load_box(a_map, stage.a_rows, &bar.a_landed, m0, tile * kTileK);
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &bar.full,
+                                   sizeof(stage.stage.b));
+    load_box(b_map, stage.stage.b, &bar.full, tile * kTileK, n0);
+    // STARTER: (void)a_map; (void)b_map; (void)stage; (void)bar; (void)m0; (void)n0;
     // END SOLUTION
+  }
+}
+
+/// The producer warpgroup's other three warps, thread `p` (0..95) of them: the tensor memory
+/// accelerator cannot transpose, so for every tile they wait for the box of A, write it
+/// transposed into the stage, chunk by chunk, and arrive on `full`.
+template <int Stages>
+__device__ inline void transpose_tiles(TmaStageBuffer* stages, StageBarriers* bars, int tiles,
+                                       int p) {
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int s = tile % Stages;
+    wait_parity(&bars[s].a_landed, (tile / Stages) & 1);
+    for (int q = p; q < kAChunks; q += kTransposeThreads) {
+      const TileChunk ch = a_chunk(q);
+      store_a_chunk_transposed(stages[s].stage, ch, load4(&stages[s].a_rows[ch.row][ch.col]));
+    }
+    (void)ptx::mbarrier_arrive(&bars[s].full);
   }
 }
 
 /// The computing warps: every tile, from the stage the producer filled, then the results.
 template <int Stages>
-__device__ inline void consume(const float* stages, std::uint64_t* full, std::uint64_t* empty,
-                               int tiles, float (&acc)[kMicroM][kMicroN], Place place) {
+__device__ inline void consume(const TmaStageBuffer* stages, StageBarriers* bars, int tiles,
+                               Accumulators& acc, Place place) {
   for (int tile = 0; tile < tiles; ++tile) {
     const int s = tile % Stages;
     // TODO 3: afterwards this thread has added the product of stage s to acc, never before
-    //         the tile's bytes have all landed, and the stage is handed back to the producer
-    //         once every lane of this warp has read it: one arrival per warp on empty[s],
-    //         which expects kThreads / 32 of them.
+    //         the stage is full, and the stage is handed back to the producer once every
+    //         lane of this warp has read it: one arrival per warp on bars[s].empty, which
+    //         expects kThreads / 32 of them.
     // BEGIN SOLUTION
-    wait_parity(&full[s], (tile / Stages) & 1);
-    multiply_stage(acc, stages + s * kStageFloats, place);
+    wait_parity(&bars[s].full, (tile / Stages) & 1);
+    multiply_stage(acc, stages[s].stage, place);
     __syncwarp();
-    if (threadIdx.x % 32 == 0) (void)ptx::mbarrier_arrive(&empty[s]);
-    // STARTER: (void)full; (void)empty; (void)acc; (void)place; (void)s;
+    if (threadIdx.x % 32 == 0) (void)ptx::mbarrier_arrive(&bars[s].empty);
+    // STARTER: (void)stages; (void)bars; (void)acc; (void)place; (void)s;
     // END SOLUTION
   }
 }
@@ -113,29 +135,32 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                      float beta, float* c) {
 #if __CUDA_ARCH__ >= 900
   extern __shared__ unsigned char dynamic_smem[];
-  __shared__ std::uint64_t full[Stages];   // "stage s holds its tile": the producer's bytes
-  __shared__ std::uint64_t empty[Stages];  // "stage s is free": one arrival per computing warp
-  // The 128-byte swizzle is computed from address bits: the stages start 1024-byte aligned.
-  float* stages = reinterpret_cast<float*>(align_shared(dynamic_smem, 1024));
+  __shared__ StageBarriers bars[Stages];
+  // Tensor loads land on 128-byte boundaries: the stages start on one.
+  TmaStageBuffer* stages = reinterpret_cast<TmaStageBuffer*>(align_shared(dynamic_smem, 128));
   const int t = threadIdx.x;
-  const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
-  const int tiles = (k + kAsyncBlockK - 1) / kAsyncBlockK;
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const int tiles = (k + kTileK - 1) / kTileK;
   if (t == 0) {
     for (int s = 0; s < Stages; ++s) {
-      ptx::mbarrier_init(&full[s], 1);
-      ptx::mbarrier_init(&empty[s], kThreads / 32);
+      ptx::mbarrier_init(&bars[s].a_landed, 1);
+      ptx::mbarrier_init(&bars[s].full, 1 + kTransposeThreads);
+      ptx::mbarrier_init(&bars[s].empty, kThreads / 32);
     }
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   __syncthreads();  // the only block-wide barrier: from here on the mbarriers order everything
 
-  if (t >= kThreads) {  // the producer warp: one thread issues every load, the others rest
-    if (t == kThreads) produce<Stages>(&a_map, &b_map, stages, full, empty, m0, n0, tiles);
+  if (t >= kThreads) {  // the producer warpgroup: one thread loads, three warps transpose
+    give_back_registers<kProducerRegisters>();
+    if (t == kThreads) load_tiles<Stages>(&a_map, &b_map, stages, bars, m0, n0, tiles);
+    if (t >= kThreads + 32) transpose_tiles<Stages>(stages, bars, tiles, t - kThreads - 32);
     return;
   }
+  take_registers<kComputeRegisters>();
   const Place place = place_of(t);
-  float acc[kMicroM][kMicroN] = {};
-  consume<Stages>(stages, full, empty, tiles, acc, place);
+  Accumulators acc = {};
+  consume<Stages>(stages, bars, tiles, acc, place);
   store_results<true>(c, m, n, m0, n0, place, acc, alpha, beta);
 #else
   (void)a_map, (void)b_map, (void)m, (void)n, (void)k, (void)alpha, (void)beta, (void)c;

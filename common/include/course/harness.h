@@ -117,6 +117,8 @@ class Harness {
   /// The measured rate of a row already run (0 when there is none): for lessons that
   /// derive a judged target from two rows.
   double rate_of(const std::string& name) const;
+  /// The measured rate of a point of sweep `sweep` already run (0 when there is none).
+  double sweep_rate_of(const std::string& sweep, const std::string& name) const;
 
  private:
   struct Measured {

@@ -89,10 +89,14 @@ int main(int argc, char** argv) {
       pids = no::start_ranks(own_executable(argv[0]), args, run.ranks, no::encode_unique_id(id));
       no::watch_ranks(pids);
     }
+    if (!run.launcher) no::end_with_parent();
     int code = 0;
-    {
+    try {
       course::Harness harness(kLesson, options, gpu);
       code = no::run_lesson(harness, gpu, options, run, id);
+    } catch (...) {
+      no::stop_ranks(pids);  // they would wait for this rank forever
+      throw;
     }
     const int ranks_code = run.launcher ? no::wait_ranks(pids) : 0;
     return code != 0 ? code : (ranks_code == 0 ? 0 : 1);

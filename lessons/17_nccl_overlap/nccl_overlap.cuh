@@ -223,5 +223,11 @@ std::vector<std::string> rank_command_line(const std::vector<std::string>& args,
 void watch_ranks(const std::vector<int>& pids);
 /// Waits for every started rank; returns the first non-zero exit code (0 when all passed).
 int wait_ranks(const std::vector<int>& pids);
+/// Ends the started ranks (SIGTERM) and reaps them: rank 0 failed, and a rank waiting for it
+/// inside a collective would wait forever.
+void stop_ranks(const std::vector<int>& pids);
+/// In a started rank: ask the kernel to end this process when its parent (rank 0 or the
+/// launcher) dies, so that no rank outlives a crashed run. Linux only; a no-op elsewhere.
+void end_with_parent();
 
 }  // namespace nccl_overlap

@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -368,6 +369,21 @@ int wait_ranks(const std::vector<int>& pids) {
     }
   }
   return first;
+}
+
+void stop_ranks(const std::vector<int>& pids) {
+  g_ranks_done.store(true);
+  for (int p : pids) kill(p, SIGTERM);
+  for (int p : pids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+  }
+}
+
+void end_with_parent() {
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
 }
 
 }  // namespace nccl_overlap

@@ -297,7 +297,7 @@ class CatalogTest(unittest.TestCase):
         self.lessons = catalog.load_catalog(REPO)
 
     def test_real_catalog(self):
-        self.assertEqual([lesson.number for lesson in self.lessons], [f"{n:02d}" for n in range(16)])
+        self.assertEqual([lesson.number for lesson in self.lessons], [f"{n:02d}" for n in range(len(self.lessons))])
         # A lesson is ready exactly when its folder is built by CMake.
         built = sorted(p.parent.name[:2] for p in (REPO / "lessons").glob("[0-9][0-9]_*/CMakeLists.txt"))
         self.assertEqual([lesson.number for lesson in self.lessons if lesson.ready], built)

@@ -34,6 +34,16 @@ FIXTURE_CATALOG = {
     ]
 }
 
+# A lesson that needs two GPUs, added to the fixture by the tests of `list` and `tour`.
+TWO_GPU_LESSON = {"number": "04", "slug": "epsilon", "title": "Two GPUs", "minutes": 60,
+                  "min_cc": "8.0", "ready": True, "hints": [], "min_gpus": 2}
+
+
+def add_two_gpu_lesson(root):
+    """Adds TWO_GPU_LESSON to the fixture catalog under `root`."""
+    catalog = dict(FIXTURE_CATALOG, lessons=FIXTURE_CATALOG["lessons"] + [TWO_GPU_LESSON])
+    (root / "lessons" / "catalog.json").write_text(json.dumps(catalog, indent=2))
+
 SOLUTION = textwrap.dedent(
     """\
     #include "alpha.cuh"
@@ -287,7 +297,7 @@ class CatalogTest(unittest.TestCase):
         self.lessons = catalog.load_catalog(REPO)
 
     def test_real_catalog(self):
-        self.assertEqual([lesson.number for lesson in self.lessons], [f"{n:02d}" for n in range(16)])
+        self.assertEqual([lesson.number for lesson in self.lessons], [f"{n:02d}" for n in range(len(self.lessons))])
         # A lesson is ready exactly when its folder is built by CMake.
         built = sorted(p.parent.name[:2] for p in (REPO / "lessons").glob("[0-9][0-9]_*/CMakeLists.txt"))
         self.assertEqual([lesson.number for lesson in self.lessons if lesson.ready], built)
@@ -333,6 +343,11 @@ class CatalogTest(unittest.TestCase):
     def test_malformed_catalog(self):
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "lessons").mkdir()
+            bad = {"lessons": [dict(FIXTURE_CATALOG["lessons"][0], min_gpus=0)]}
+            (Path(tmp) / "lessons/catalog.json").write_text(json.dumps(bad))
+            with self.assertRaises(CourseError) as caught:
+                catalog.load_catalog(Path(tmp))
+            self.assertIn("min_gpus", str(caught.exception))
             bad = {"lessons": [dict(FIXTURE_CATALOG["lessons"][0], min_cc="eight")]}
             (Path(tmp) / "lessons/catalog.json").write_text(json.dumps(bad))
             with self.assertRaises(CourseError) as caught:
@@ -599,6 +614,7 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertIn("skipped", self.course("list").stdout.splitlines()[3])
 
     def test_list_columns(self):
+        add_two_gpu_lesson(self.root)
         self.configured("student")
         self.fake_probe("student", "Device 0: Fake GPU, compute capability 8.6", 0)
         results = self.build_root / "student/results"
@@ -613,6 +629,11 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertEqual(rows["01"][-3:], ["yes", "ready", "fail"])
         self.assertEqual(rows["02"][-3:], ["no", "ready", "—"])  # needs 9.0
         self.assertEqual(rows["03"][-3:], ["yes", "planned", "—"])
+        self.assertIn("needs 2 GPUs", lines[7])  # one GPU (the probe does not say more)
+        self.assertEqual(lines[7].split()[4:7], ["no", "ready", "—"])
+        self.fake_probe("student", "Device 0: Fake GPU, compute capability 8.6\nGPUs visible: 2", 0)
+        two = self.course("list").stdout.splitlines()[7].split()
+        self.assertEqual(two[4:7], ["yes", "ready", "—"])
 
     def test_list_without_gpu_and_without_probe(self):
         self.assertIn("  ?  ", self.course("list").stdout)
@@ -647,6 +668,7 @@ class TourTest(FakeToolsTestCase):
         self.assertEqual(builds[0][-2:], ["--target", "course_gpu_probe"])
 
     def test_tour_runs_the_ready_solutions_and_summarises(self):
+        add_two_gpu_lesson(self.root)
         tree = self.configured("quick")
         self.fake_probe("quick", "Device 0: Fake GPU, compute capability 8.6", 0)
         self.fake_program(tree / "bin/00_alpha_solution", ["table", "HEADLINE: 1.5 TB/s", "RESULT: PASS"], 0)
@@ -660,12 +682,14 @@ class TourTest(FakeToolsTestCase):
         self.assertRegex(summary, r"00\s+First \"quoted\" lesson\s+PASS\s+1.5 TB/s")
         self.assertRegex(summary, r"01\s+Second lesson\s+FAIL\s+slow")
         self.assertRegex(summary, r"02\s+Needs Hopper\s+SKIP\(77\)\s+needs compute capability 9.0")
+        self.assertRegex(summary, r"04\s+Two GPUs\s+SKIP\(77\)\s+needs 2 GPUs; this machine has 1")
         self.assertNotIn("Planned lesson", summary)
         self.assertTrue(csv_dir.is_dir())
         builds = [call for call in self.calls() if call[:2] == ["cmake", "--build"]]
         self.assertEqual(len(builds), 2)  # the probe, then the ready lessons' programs only
         targets = builds[1][builds[1].index("--target") + 1:]
-        self.assertEqual(targets, ["00_alpha_solution", "01_beta_solution", "02_gamma_solution"])
+        self.assertEqual(targets, ["00_alpha_solution", "01_beta_solution", "02_gamma_solution",
+                                   "04_epsilon_solution"])
 
 
 # --------------------------------------------------------------------------- parsers
@@ -782,6 +806,10 @@ class ProbeParsingTest(unittest.TestCase):
     def test_unexpected_output(self):
         self.assertEqual(parse_probe_output(0, "hello").status, "error")
         self.assertEqual(parse_probe_output(1, "compute capability 8.0").status, "error")
+
+    def test_gpu_count(self):
+        self.assertEqual(parse_probe_output(0, "GPU 0: X (compute capability 9.0)\nGPUs visible: 4\n").gpu_count, 4)
+        self.assertEqual(parse_probe_output(0, "GPU 0: X (compute capability 9.0)\n").gpu_count, 1)
 
     def test_two_digit_capability(self):
         self.assertEqual(parse_probe_output(0, "compute capability 12.0").compute_capability, (12, 0))

@@ -26,6 +26,8 @@ STUDENT_PRESET = "student"
 def gpu_column(probe: build.ProbeResult, lesson: Lesson) -> str:
     """yes / no / no GPU / ? : can this machine run the lesson?"""
     if probe.status == "gpu":
+        if probe.gpu_count < lesson.min_gpus:
+            return "no"
         return "yes" if probe.compute_capability >= lesson.min_cc_tuple else "no"
     if probe.status == "no-gpu":
         return "no GPU"
@@ -68,9 +70,10 @@ def cmd_list(root: Path, args: argparse.Namespace) -> int:
     print(f"{'#':<2}  {'title':<{title_width}}  {'min':>3}  {'GPU':<6}  {'status':<7}  last check")
     for lesson in lessons:
         status = "ready" if lesson.ready else "planned"
+        needs = f"  (needs {lesson.min_gpus} GPUs)" if lesson.min_gpus > 1 else ""
         print(
             f"{lesson.number:<2}  {lesson.title:<{title_width}}  {lesson.minutes:>3}  "
-            f"{gpu_column(probe, lesson):<6}  {status:<7}  {last_check_column(root, lesson)}"
+            f"{gpu_column(probe, lesson):<6}  {status:<7}  {last_check_column(root, lesson)}{needs}"
         )
     print()
     print("Start a lesson: read lessons/NN_slug/README.md, then `./course run NN` and `./course check NN`.")
@@ -436,6 +439,11 @@ def cmd_tour(root: Path, args: argparse.Namespace) -> int:
         if probe.compute_capability < lesson.min_cc_tuple:
             major, minor = probe.compute_capability
             reason = f"needs compute capability {lesson.min_cc}; this GPU has {major}.{minor}"
+            print(reason)
+            runs.append(LessonRun(lesson.number, lesson.title, "SKIP(77)", reason))
+            continue
+        if probe.gpu_count < lesson.min_gpus:
+            reason = f"needs {lesson.min_gpus} GPUs; this machine has {probe.gpu_count}"
             print(reason)
             runs.append(LessonRun(lesson.number, lesson.title, "SKIP(77)", reason))
             continue

@@ -42,6 +42,16 @@ def last_check_column(root: Path, lesson: Lesson) -> str:
     return summary.verdict
 
 
+def not_built_reason(root: Path, lesson: Lesson) -> str:
+    """Why the configure step left a lesson out (build/<preset>/not_built/NN_slug.txt), or ""."""
+    for preset in (STUDENT_PRESET, "default"):
+        tree = BuildTree(root, preset)
+        if tree.is_configured():
+            note = tree.binary_dir / "not_built" / f"{lesson.name}.txt"
+            return note.read_text().strip() if note.exists() else ""
+    return ""
+
+
 def find_probe(root: Path) -> build.ProbeResult:
     """Run the GPU probe of the student build (or of the default build)."""
     for preset in (STUDENT_PRESET, "default"):
@@ -71,6 +81,8 @@ def cmd_list(root: Path, args: argparse.Namespace) -> int:
     for lesson in lessons:
         status = "ready" if lesson.ready else "planned"
         needs = f"  (needs {lesson.min_gpus} GPUs)" if lesson.min_gpus > 1 else ""
+        if reason := not_built_reason(root, lesson):
+            needs += f"  (not built: {reason})"
         print(
             f"{lesson.number:<2}  {lesson.title:<{title_width}}  {lesson.minutes:>3}  "
             f"{gpu_column(probe, lesson):<6}  {status:<7}  {last_check_column(root, lesson)}{needs}"

@@ -28,20 +28,28 @@ if(CUDAToolkit_LIBRARY_DIR)
   list(APPEND _nccl_hints "${parent}")
 endif()
 list(APPEND _nccl_hints /usr/local/cuda)
-if(NOT DEFINED NCCL_PYTHON_DIR)
-  find_program(_nccl_python NAMES python3 python)
+if(NOT NCCL_PYTHON_DIR)
+  # The project's Python first (find_package(Python3)), then python3 / python on the PATH (a
+  # PyTorch environment's interpreter need not be the one CMake picked).
+  find_program(_nccl_path_python3 NAMES python3)
+  find_program(_nccl_path_python NAMES python)
   set(NCCL_PYTHON_DIR "")
-  if(_nccl_python)
+  foreach(python IN ITEMS "${Python3_EXECUTABLE}" "${_nccl_path_python3}" "${_nccl_path_python}")
+    if(NCCL_PYTHON_DIR OR NOT python OR NOT EXISTS "${python}")
+      continue()
+    endif()
     execute_process(
-      COMMAND "${_nccl_python}" -c
+      COMMAND "${python}" -c
               "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))"
       OUTPUT_VARIABLE _nccl_py_out RESULT_VARIABLE _nccl_py_status ERROR_QUIET
       OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(_nccl_py_status EQUAL 0 AND IS_DIRECTORY "${_nccl_py_out}")
       set(NCCL_PYTHON_DIR "${_nccl_py_out}")
     endif()
+  endforeach()
+  if(NCCL_PYTHON_DIR)
+    set(NCCL_PYTHON_DIR "${NCCL_PYTHON_DIR}" CACHE PATH "nvidia-nccl-cu13's folder (include/, lib/)")
   endif()
-  set(NCCL_PYTHON_DIR "${NCCL_PYTHON_DIR}" CACHE PATH "nvidia-nccl-cu13's folder (include/, lib/)")
 endif()
 if(NCCL_PYTHON_DIR)
   list(APPEND _nccl_hints "${NCCL_PYTHON_DIR}")

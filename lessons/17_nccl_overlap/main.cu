@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
     run.rank = rank < 0 ? 0 : rank;
     run.launcher = rank < 0;
     run.first_device = options.device;
-    options.device += run.rank;  // rank r drives GPU first + r
+    if (run.rank > 0) options.csv.clear();  // rank 0 writes the CSVs
+    options.device += run.rank;             // rank r drives GPU first + r
     no::complete_settings(run, options, shard_rows, k, n_local, k_local, n_out, chunk_list,
                           cta_list);
   };

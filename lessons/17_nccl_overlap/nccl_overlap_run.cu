@@ -188,8 +188,9 @@ int run_lesson(course::Harness& harness, const course::DeviceSummary& gpu,
   Comm comm = own(init_communicator(id, rank, ranks, defaults));
   int version = 0;
   COURSE_NCCL_CHECK(ncclGetVersion(&version));
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
   std::cout << "lesson 17: " << ranks << " ranks (one process per GPU), NCCL " << version
-            << ", NCCL_NVLS_ENABLE=" << std::getenv("NCCL_NVLS_ENABLE") << "\n";
+            << ", NCCL_NVLS_ENABLE=" << (nvls != nullptr ? nvls : "(unset)") << "\n";
   const auto time_ms = [&](const course::Launch& l) {
     return course::time_stream_work(l, stream, harness.warmup(), harness.iters()).median_ms;
   };

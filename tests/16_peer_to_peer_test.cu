@@ -303,7 +303,11 @@ TEST_F(GpuPeerTest, NarrowWidthsAtOffsetsThatAreNotMultiplesOf16) {
   }
 }
 
-TEST_F(GpuPeerTest, CpAsyncPullFromPeerMemory) {
+/// Its own suite (its own process): if cp.async could not read a peer's memory, the fault
+/// would end every later test of the process.
+class GpuPeerCpAsync : public GpuPeerTest {};
+
+TEST_F(GpuPeerCpAsync, PullFromPeerMemoryIntoSharedMemory) {
   for (std::size_t bytes : {4u, 124u, 16400u, 4000012u, 17u * 1024 * 1024 + 5}) {
     check_copy(Width::w16, true, bytes, 16, 32, true);
   }
@@ -345,10 +349,13 @@ TEST_F(GpuPeerTest, BothDirectionsWaitForTheStreamAndJoinIt) {
   COURSE_CHECK(cudaMemcpy(staged_b.data(), in_b.data(), bytes, cudaMemcpyHostToDevice));
   const peer_to_peer::BothWaysResources resources(0, 1);
   const auto poison_all = [&] {
-    for (auto* p : {src_a.data(), dst_a.data(), src_b.data(), dst_b.data()}) {
+    for (auto [device, p] : {std::pair{0, src_a.data()}, std::pair{0, dst_a.data()},
+                             std::pair{1, src_b.data()}, std::pair{1, dst_b.data()}}) {
+      COURSE_CHECK(cudaSetDevice(device));
       COURSE_CHECK(cudaMemset(p, course::kPoisonByte, bytes));
+      COURSE_CHECK(cudaDeviceSynchronize());
     }
-    COURSE_CHECK(cudaDeviceSynchronize());
+    COURSE_CHECK(cudaSetDevice(0));
   };
   const auto check = [&](const char* what) {
     const auto got_a = course::to_host(dst_a.cspan());

@@ -224,11 +224,6 @@ int main(int argc, char** argv) {
                          return c;
                        }});
         }
-        // Last: whether cp.async accepts a peer's memory as its global source.
-        into_a("pull cp.async 16B",
-               peer_to_peer::prepare_cp_async_copy(src_b.data(), dst_a.data(), bytes, a),
-               static_cast<double>(bytes));
-
         // 3. The size sweep of the copy engine, and the fit.
         if (options.variant.empty() || options.variant == "sweep") {
           std::vector<double> sizes, us;
@@ -297,7 +292,12 @@ int main(int argc, char** argv) {
           harness.judged_target("halo step overlapped <= 1.10 x max(exchange alone, compute alone)",
                                 overlapped <= 1.10 * bound, bound > 0 ? overlapped / bound : 0);
         }
+        // Last: whether cp.async accepts a peer's memory as its global source (a fault here
+        // would end the run, so everything else has been measured by now).
         COURSE_CHECK(cudaSetDevice(a));
+        into_a("pull cp.async 16B",
+               peer_to_peer::prepare_cp_async_copy(src_b.data(), dst_a.data(), bytes, a),
+               static_cast<double>(bytes));
         return harness.finish();
       },
       validate);

@@ -156,6 +156,6 @@ def catalog_inc_text(lessons: list[Lesson]) -> str:
         ready = "true" if lesson.ready else "false"
         lines.append(
             f"{{{c_string(lesson.number)}, {c_string(lesson.slug)}, {c_string(lesson.title)}, "
-            f"{major}, {minor}, {ready}}},"
+            f"{major}, {minor}, {ready}, {lesson.min_gpus}}},"
         )
     return "\n".join(lines) + "\n"

@@ -113,14 +113,19 @@ TEST(Settings, DefaultsQuickAndErrors) {
   EXPECT_EQ(run.shape.rows(), 2 * 8192);
   EXPECT_EQ(run.chunk_counts, (std::vector<int>{1, 2, 4, 8}));
   EXPECT_EQ(run.collective_count, (256u << 20) / 8);
-  // The default all-gather layer is balanced: at 250 GB/s bus and 50 TFLOP/s the collective
-  // and the GEMM take about the same time (within a factor 1.5).
-  const double collective_s =
-      no::collective_bytes(no::Collective::all_gather,
-                           std::size_t(run.shape.shard_rows) * run.shape.k, 2) *
+  // The default layers are balanced: at 250 GB/s bus bandwidth and 50 TFLOP/s (two H100s)
+  // each collective and its GEMM take about the same time (within 20 %).
+  const no::LayerShape& s = run.shape;
+  const double gather_s =
+      no::collective_bytes(no::Collective::all_gather, std::size_t(s.shard_rows) * s.k, 2) *
       no::bus_factor(no::Collective::all_gather, 2) / 250e9;
-  const double gemm_s = no::allgather_layer_flops(run.shape) / 50e12;
-  EXPECT_LT(std::max(collective_s, gemm_s) / std::min(collective_s, gemm_s), 1.5);
+  const double scatter_s =
+      no::collective_bytes(no::Collective::reduce_scatter, std::size_t(s.shard_rows) * s.n_out, 2) *
+      no::bus_factor(no::Collective::reduce_scatter, 2) / 250e9;
+  const double gather_gemm_s = no::allgather_layer_flops(s) / 50e12;
+  const double scatter_gemm_s = no::reduce_scatter_layer_flops(s) / 50e12;
+  EXPECT_LT(std::max(gather_s, gather_gemm_s) / std::min(gather_s, gather_gemm_s), 1.2);
+  EXPECT_LT(std::max(scatter_s, scatter_gemm_s) / std::min(scatter_s, scatter_gemm_s), 1.2);
   options.quick = true;
   no::complete_settings(run, options, 0, 0, 0, 0, 0, "", "");
   EXPECT_EQ(run.shape.shard_rows, 37);

@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
   flags.add_string("nccl-id", &id_hex, "the NCCL unique id as hex (set with --rank)");
   flags.add_int("rows", &shard_rows, 1, "rows of X and Z per rank (default 8192; --quick 37)");
   flags.add_int("k", &k, 1, "all-gather layer: columns of X (default 4096)");
-  flags.add_int("n-local", &n_local, 1, "all-gather layer: columns of W_r (default 256)");
-  flags.add_int("k-local", &k_local, 1, "reduce-scatter layer: columns of A_r (default 256)");
+  flags.add_int("n-local", &n_local, 1, "all-gather layer: columns of W_r (default 192)");
+  flags.add_int("k-local", &k_local, 1, "reduce-scatter layer: columns of A_r (default 192)");
   flags.add_int("n-out", &n_out, 1, "reduce-scatter layer: columns of Z (default 4096)");
   flags.add_string("chunks", &chunk_list, "chunk counts (default 1,2,4,8; --quick 1,3)");
   flags.add_string("ctas", &cta_list, "maxCTAs of the contention rows (default 0,16,4; 0: NCCL's)");

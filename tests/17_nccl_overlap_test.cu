@@ -159,6 +159,19 @@ TEST(Ranks, CommandLineAddsTheRankFlags) {
                                             "2", "--nccl-id", "abcd"}));
 }
 
+TEST(Ranks, StartedRanksInheritNvlsOffAndReportTheirExitCodes) {
+  course::set_nccl_nvls_off();
+  const char* value = std::getenv("NCCL_NVLS_ENABLE");
+  ASSERT_NE(value, nullptr);
+  // The ranks are /bin/sh here: `sh -c SCRIPT --rank r ...` runs SCRIPT with the rank flags as
+  // its arguments. Every rank must see the launcher's NCCL_NVLS_ENABLE.
+  const std::string script = std::string("test \"$NCCL_NVLS_ENABLE\" = \"") + value +
+                             "\" || exit 5; test \"$1\" = 1 -o \"$1\" = 2 || exit 6; exit 0";
+  EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", script}, 3, "ab")), 0);
+  EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", "exit 3"}, 2, "ab")), 3);
+  EXPECT_THROW(no::start_ranks("/nonexistent/17_nccl_overlap", {}, 2, "ab"), std::runtime_error);
+}
+
 // ---- GPU: the exercise in one process, one thread per rank -------------------------------------
 
 class GpuTwoRanks : public course::testing::GpuTest {

@@ -360,7 +360,12 @@ TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
       }
     }
   }
-  for (Rank& r : rank) ncclCommDestroy(r.comm);
+  // Every rank destroys its communicator from its own thread: destroying may wait for the
+  // other ranks (as separate processes would, each on its own).
+  run_ranks(ranks, [&](int r) {
+    cudaSetDevice(r);
+    ncclCommDestroy(rank[r].comm);
+  });
 }
 
 // ---- GPU: the program itself, its ranks started by rank 0 ---------------------------------------

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -41,9 +42,16 @@ constexpr std::size_t kPeerBytes = 512ull << 20;
 constexpr double kMinSpeedup = 1.25, kMaxOfBound = 1.15;
 
 using Comm = std::unique_ptr<ncclComm, void (*)(ncclComm_t)>;
+/// Destroys the communicator at the end of a run; while an exception unwinds the run, aborts it
+/// instead: a destroy waits for the communicator's work, which may wait for a rank that is gone.
 Comm own(ncclComm_t c) {
   return Comm(c, [](ncclComm_t p) {
-    if (p != nullptr) ncclCommDestroy(p);
+    if (p == nullptr) return;
+    if (std::uncaught_exceptions() > 0) {
+      ncclCommAbort(p);
+    } else {
+      ncclCommDestroy(p);
+    }
   });
 }
 

@@ -429,4 +429,44 @@ TEST_F(GpuPeerTest, HaloRingMatchesTheCpuOnEveryGpu) {
   }
 }
 
+TEST_F(GpuPeerTest, HaloStepOrdersSlowCopiesAndSlowComputes) {
+  // A step must be right however slow either stream is: hold every copy stream (the
+  // boundary must wait for the halos) or every compute stream (a push must wait for the
+  // previous step's output) before each step, and compare with the CPU.
+  const int gpus = course::visible_device_count();
+  std::vector<int> ordinals;
+  for (int g = 0; g < gpus; ++g) {
+    for (int h = 0; h < gpus; ++h) {
+      if (g != h && !course::can_access_peer(g, h))
+        GTEST_SKIP() << "no peer access " << g << "->" << h;
+      if (g != h) course::enable_peer_access(g, h);
+    }
+    ordinals.push_back(g);
+  }
+  const halo::RingLayout shape{gpus, 40, 129, 2};
+  for (const bool hold_copies : {true, false}) {
+    peer_to_peer::HaloRing ring(ordinals, shape, 0);
+    const auto grid = hashed(static_cast<std::size_t>(shape.total_rows()) * shape.width, 9);
+    ring.load(grid);
+    constexpr int kSteps = 3;
+    for (int s = 0; s < kSteps; ++s) {
+      for (int g = 0; g < gpus; ++g) {
+        COURSE_CHECK(cudaSetDevice(g));
+        hold_kernel<<<1, 1, 0, hold_copies ? ring.copy_stream(g) : ring.compute_stream(g)>>>(
+            20'000'000ull);
+        COURSE_CHECK_LAUNCH();
+      }
+      peer_to_peer::halo_step(ring);
+    }
+    const auto got = ring.gather();
+    const auto want =
+        halo::reference_steps(grid, shape.total_rows(), shape.width, shape.radius, 0, kSteps);
+    const auto c =
+        course::compare_exact<std::uint32_t>({want.data(), want.size()}, {got.data(), got.size()});
+    EXPECT_TRUE(c.ok()) << (hold_copies ? "slow copy streams: " : "slow compute streams: ")
+                        << c.summary() << concerns_todo(4);
+  }
+  COURSE_CHECK(cudaSetDevice(0));
+}
+
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -179,6 +180,33 @@ TEST(PeerToPeerPtx, CopyKernelsLoadAndStoreAtTheirWidth) {
     EXPECT_TRUE(course::inspect::uses(async.body, "cp.async.cg.shared.global")) << target;
     EXPECT_TRUE(course::inspect::uses(async.body, "cp.async.wait_group")) << target;
   }
+}
+
+TEST(PeerToPeerSass, WideCopiesAndCpAsyncReachTheHardware) {
+  const std::string cuobjdump = course::testing::cuobjdump_path();
+  if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: SASS checks need it";
+  const std::string listing = course::inspect::run_command(
+      "'" + cuobjdump + "' -sass -arch sm_90 '" + course::testing::kernels_object_path() + "'");
+  const auto has = [](const std::string& body, const char* op, const char* suffix) {
+    std::istringstream lines(body);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(op) != std::string::npos && line.find(suffix) != std::string::npos) return true;
+    }
+    return false;
+  };
+  bool wide = false, async = false;
+  for (const auto& f : course::inspect::sass_functions(listing)) {
+    if (f.name.find("peer_copy_kernelI5uint4E") != std::string::npos) {
+      wide = true;  // the same LDG/STG reach a peer's memory: the page tables decide where
+      EXPECT_TRUE(has(f.body, "LDG", ".128")) << f.body.substr(0, 2000) << concerns_todo(2);
+      EXPECT_TRUE(has(f.body, "STG", ".128")) << f.body.substr(0, 2000) << concerns_todo(2);
+    }
+    if (f.name.find("peer_pull_cp_async_kernel") != std::string::npos) {
+      async = true;  // cp.async is LDGSTS: global to shared without a register
+      EXPECT_TRUE(has(f.body, "LDGSTS", "")) << f.body.substr(0, 2000);
+    }
+  }
+  EXPECT_TRUE(wide && async) << listing.substr(0, 2000);
 }
 
 // ---- GPU: two GPUs with peer access ----------------------------------------------------------

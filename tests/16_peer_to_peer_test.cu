@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -179,6 +180,33 @@ TEST(PeerToPeerPtx, CopyKernelsLoadAndStoreAtTheirWidth) {
     EXPECT_TRUE(course::inspect::uses(async.body, "cp.async.cg.shared.global")) << target;
     EXPECT_TRUE(course::inspect::uses(async.body, "cp.async.wait_group")) << target;
   }
+}
+
+TEST(PeerToPeerSass, WideCopiesAndCpAsyncReachTheHardware) {
+  const std::string cuobjdump = course::testing::cuobjdump_path();
+  if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: SASS checks need it";
+  const std::string listing = course::inspect::run_command(
+      "'" + cuobjdump + "' -sass -arch sm_90 '" + course::testing::kernels_object_path() + "'");
+  const auto has = [](const std::string& body, const char* op, const char* suffix) {
+    std::istringstream lines(body);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(op) != std::string::npos && line.find(suffix) != std::string::npos) return true;
+    }
+    return false;
+  };
+  bool wide = false, async = false;
+  for (const auto& f : course::inspect::sass_functions(listing)) {
+    if (f.name.find("peer_copy_kernelI5uint4E") != std::string::npos) {
+      wide = true;  // the same LDG/STG reach a peer's memory: the page tables decide where
+      EXPECT_TRUE(has(f.body, "LDG", ".128")) << f.body.substr(0, 2000) << concerns_todo(2);
+      EXPECT_TRUE(has(f.body, "STG", ".128")) << f.body.substr(0, 2000) << concerns_todo(2);
+    }
+    if (f.name.find("peer_pull_cp_async_kernel") != std::string::npos) {
+      async = true;  // cp.async is LDGSTS: global to shared without a register
+      EXPECT_TRUE(has(f.body, "LDGSTS", "")) << f.body.substr(0, 2000);
+    }
+  }
+  EXPECT_TRUE(wide && async) << listing.substr(0, 2000);
 }
 
 // ---- GPU: two GPUs with peer access ----------------------------------------------------------
@@ -427,6 +455,46 @@ TEST_F(GpuPeerTest, HaloRingMatchesTheCpuOnEveryGpu) {
     EXPECT_TRUE(c.ok()) << gpus << " GPUs, " << shape.rows << " x " << shape.width << ", radius "
                         << shape.radius << ": " << c.summary() << concerns_todo(4);
   }
+}
+
+TEST_F(GpuPeerTest, HaloStepOrdersSlowCopiesAndSlowComputes) {
+  // A step must be right however slow either stream is: hold every copy stream (the
+  // boundary must wait for the halos) or every compute stream (a push must wait for the
+  // previous step's output) before each step, and compare with the CPU.
+  const int gpus = course::visible_device_count();
+  std::vector<int> ordinals;
+  for (int g = 0; g < gpus; ++g) {
+    for (int h = 0; h < gpus; ++h) {
+      if (g != h && !course::can_access_peer(g, h))
+        GTEST_SKIP() << "no peer access " << g << "->" << h;
+      if (g != h) course::enable_peer_access(g, h);
+    }
+    ordinals.push_back(g);
+  }
+  const halo::RingLayout shape{gpus, 40, 129, 2};
+  for (const bool hold_copies : {true, false}) {
+    peer_to_peer::HaloRing ring(ordinals, shape, 0);
+    const auto grid = hashed(static_cast<std::size_t>(shape.total_rows()) * shape.width, 9);
+    ring.load(grid);
+    constexpr int kSteps = 3;
+    for (int s = 0; s < kSteps; ++s) {
+      for (int g = 0; g < gpus; ++g) {
+        COURSE_CHECK(cudaSetDevice(g));
+        hold_kernel<<<1, 1, 0, hold_copies ? ring.copy_stream(g) : ring.compute_stream(g)>>>(
+            20'000'000ull);
+        COURSE_CHECK_LAUNCH();
+      }
+      peer_to_peer::halo_step(ring);
+    }
+    const auto got = ring.gather();
+    const auto want =
+        halo::reference_steps(grid, shape.total_rows(), shape.width, shape.radius, 0, kSteps);
+    const auto c =
+        course::compare_exact<std::uint32_t>({want.data(), want.size()}, {got.data(), got.size()});
+    EXPECT_TRUE(c.ok()) << (hold_copies ? "slow copy streams: " : "slow compute streams: ")
+                        << c.summary() << concerns_todo(4);
+  }
+  COURSE_CHECK(cudaSetDevice(0));
 }
 
 }  // namespace

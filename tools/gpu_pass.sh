@@ -60,7 +60,7 @@ if wanted build; then
   step configure configure.log 60 cmake --preset "$preset" $mutation_args ${COURSE_CONFIGURE_ARGS:-}
   step build build.log 300 cmake --build --preset "$preset" -j "$(nproc)"
 fi
-probe=$("$build/bin/course_gpu_probe" 2>&1)
+probe=$("$build/bin/course_gpu_probe" 2>&1 | paste -sd ";" -)  # one line: the device; how many GPUs
 note "device: $probe"
 [ "$gpus" -ge 2 ] 2>/dev/null && note "two-GPU mode: $COURSE_PASS_GPUS GPUs asked, NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE, tests ${test_filter[*]}, exes $COURSE_PASS_EXES"
 note "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -E '^Version' || echo 'not found')"

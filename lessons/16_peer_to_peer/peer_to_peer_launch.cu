@@ -212,15 +212,19 @@ BothWays BothWaysResources::make(const void* src_a, void* dst_b, const void* src
 
 namespace {
 
-/// Output rows [first, first + count) of the interior (buffer rows radius + first, ...):
-/// one thread per word, striding over the grid.
+/// Output rows [first, first + count) and [second, second + second_count) of the interior
+/// (buffer rows radius + first, ...): one thread per word, striding over the grid. Two strips
+/// so that the boundary (the first and the last `radius` rows) is one launch.
 __global__ void stencil_rows_kernel(const std::uint32_t* in, std::uint32_t* out, int width,
-                                    int radius, int first, int count, int rounds) {
-  const std::size_t words = static_cast<std::size_t>(count) * width;
+                                    int radius, int first, int count, int second, int second_count,
+                                    int rounds) {
+  const std::size_t words = static_cast<std::size_t>(count + second_count) * width;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
        i += threads) {
-    const long long row = radius + first + static_cast<long long>(i / width);  // buffer row
+    const int strip_row = static_cast<int>(i / width);  // 0 .. count + second_count - 1
+    const long long row =
+        radius + (strip_row < count ? first + strip_row : second + strip_row - count);
     const int col = static_cast<int>(i % width);
     out[row * width + col] = halo::stencil_point(in, width, radius, row, col, rounds);
   }
@@ -285,14 +289,15 @@ void HaloRing::push_halos(int g) {
 namespace {
 
 void launch_rows(int device, cudaStream_t stream, const std::uint32_t* in, std::uint32_t* out,
-                 const halo::RingLayout& layout, int first, int count, int rounds) {
-  if (count <= 0) return;
-  const std::size_t words = static_cast<std::size_t>(count) * layout.width;
+                 const halo::RingLayout& layout, int first, int count, int second, int second_count,
+                 int rounds) {
+  if (count + second_count <= 0) return;
+  const std::size_t words = static_cast<std::size_t>(count + second_count) * layout.width;
   const int blocks = static_cast<int>(
       std::min<std::size_t>((words + kStencilThreads - 1) / kStencilThreads, 65536));
   COURSE_CHECK(cudaSetDevice(device));
-  stencil_rows_kernel<<<blocks, kStencilThreads, 0, stream>>>(in, out, layout.width, layout.radius,
-                                                              first, count, rounds);
+  stencil_rows_kernel<<<blocks, kStencilThreads, 0, stream>>>(
+      in, out, layout.width, layout.radius, first, count, second, second_count, rounds);
   COURSE_CHECK_LAUNCH();
 }
 
@@ -301,14 +306,13 @@ void launch_rows(int device, cudaStream_t stream, const std::uint32_t* in, std::
 void HaloRing::compute_interior(int g) {
   // Output rows radius .. rows-radius-1 read input rows 0 .. rows-1 of the interior only.
   launch_rows(devices_[g], compute_[g], buffer(g, current_), buffer(g, current_ ^ 1), layout_,
-              layout_.radius, layout_.rows - 2 * layout_.radius, rounds_);
+              layout_.radius, layout_.rows - 2 * layout_.radius, 0, 0, rounds_);
 }
 
 void HaloRing::compute_boundary(int g) {
+  // Output rows 0 .. radius-1 and rows-radius .. rows-1: they read the halos. One launch.
   const int r = layout_.radius;
   launch_rows(devices_[g], compute_[g], buffer(g, current_), buffer(g, current_ ^ 1), layout_, 0, r,
-              rounds_);
-  launch_rows(devices_[g], compute_[g], buffer(g, current_), buffer(g, current_ ^ 1), layout_,
               layout_.rows - r, r, rounds_);
 }
 

@@ -59,7 +59,7 @@ struct LessonEntry {
   const char* title;
   int min_major;
   int min_minor;
-  bool ready;  ///< false while the lesson is planned but not yet in the repository
+  bool ready;    ///< false while the lesson is planned but not yet in the repository
   int min_gpus;  ///< GPUs of one host the lesson needs (lessons 16-17: 2)
   ComputeCapability min_cc() const { return {min_major, min_minor}; }
 };

@@ -13,6 +13,13 @@
 # "tour" for the student-facing tour): a pass too long for one call can be split in two
 # calls on the same warm machine, e.g. "build tests integrity sanitize", then "build exes".
 # COURSE_PASS_EXES (a regular expression, e.g. '^1[24]_') runs only some executables.
+#
+# Two-GPU mode: COURSE_PASS_GPUS=2 (on a machine with two or more GPUs joined by NVLink)
+# runs only the multi-GPU lessons (16-17): every ctest step is limited to tests named
+# L16.* and L17.* (COURSE_PASS_TESTS overrides the regular expression), the executables to
+# ^1[67]_ (unless COURSE_PASS_EXES is set), and NCCL_NVLS_ENABLE=0 is exported (a value
+# already set is kept): NVLink multicast must stay off on the shared GPU machines. Without
+# COURSE_PASS_GPUS (or with 1) the pass is the one-GPU pass it always was.
 set -u
 out=${1:?usage: tools/gpu_pass.sh OUTDIR [PRESET]}
 preset=${2:-quick}
@@ -26,6 +33,13 @@ summary=()
 note() { summary+=("$1"); echo "== $1"; }
 steps=" ${COURSE_PASS_STEPS:-build tests integrity exes profile sanitize} "
 wanted() { [[ "$steps" == *" $1 "* ]]; }
+gpus=${COURSE_PASS_GPUS:-1}
+test_filter=()  # extra ctest arguments: none in the one-GPU pass
+if [ "$gpus" -ge 2 ] 2>/dev/null; then
+  export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+  test_filter=(-R "${COURSE_PASS_TESTS:-^L1[67][.]}")
+  COURSE_PASS_EXES=${COURSE_PASS_EXES:-^1[67]_}
+fi
 
 step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remember the verdict
   local name=$1 log=$2 limit=$3
@@ -46,17 +60,18 @@ if wanted build; then
   step configure configure.log 60 cmake --preset "$preset" $mutation_args ${COURSE_CONFIGURE_ARGS:-}
   step build build.log 300 cmake --build --preset "$preset" -j "$(nproc)"
 fi
-probe=$("$build/bin/course_gpu_probe" 2>&1)
+probe=$("$build/bin/course_gpu_probe" 2>&1 | paste -sd ";" -)  # one line: the device; how many GPUs
 note "device: $probe"
+[ "$gpus" -ge 2 ] 2>/dev/null && note "two-GPU mode: $COURSE_PASS_GPUS GPUs asked, NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE, tests ${test_filter[*]}, exes $COURSE_PASS_EXES"
 note "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -E '^Version' || echo 'not found')"
 
 if wanted tests; then
-  step "tests (default set)" tests.log 300 ctest --preset "$preset" -j 12 \
+  step "tests (default set)" tests.log 300 ctest --preset "$preset" -j 12 "${test_filter[@]}" \
     --output-junit "$out/junit-tests.xml"
 fi
 if wanted integrity; then
   step "integrity" integrity.log 200 ctest --test-dir "$build" --output-on-failure \
-    --output-junit "$out/junit-integrity.xml" -L '^integrity$' -j 8
+    --output-junit "$out/junit-integrity.xml" -L '^integrity$' "${test_filter[@]}" -j 8
 fi
 
 for exe in "$build"/bin/[0-9][0-9]_*_solution; do
@@ -75,7 +90,7 @@ done
 # the build tree (first line "run,metric,value") are copied here for the plots.
 if wanted profile; then
   step "profile" profile.log 240 ctest --test-dir "$build" --output-on-failure \
-    --output-junit "$out/junit-profile.xml" -L '^profile$' -j 2
+    --output-junit "$out/junit-profile.xml" -L '^profile$' "${test_filter[@]}" -j 2
   find "$build" -name '*.csv' -size -64k -print0 2>/dev/null | while IFS= read -r -d '' csv; do
     [ "$(head -n 1 "$csv" | tr -d '\r')" = "run,metric,value" ] && cp "$csv" "$out/"
   done
@@ -84,7 +99,7 @@ fi
 # Sanitizers last: the slowest step, and the one a time limit may cut short.
 if wanted sanitize; then
   step "sanitize" sanitize.log "${COURSE_SANITIZE_LIMIT:-600}" ctest --test-dir "$build" \
-    --output-on-failure --output-junit "$out/junit-sanitize.xml" -L '^sanitize$' -j 16
+    --output-on-failure --output-junit "$out/junit-sanitize.xml" -L '^sanitize$' "${test_filter[@]}" -j 16
 fi
 
 # Mutation: every exercise region replaced by its starter text must be caught (tools/mutation.py);
@@ -92,7 +107,7 @@ fi
 if wanted mutation; then
   # -V: every verdict line reaches the log as it happens, even if the step's time runs out.
   step "mutation" mutation.log "${COURSE_MUTATION_LIMIT:-560}" ctest --test-dir "$build" -V \
-    --output-junit "$out/junit-mutation.xml" -L '^mutation$' -j 16
+    --output-junit "$out/junit-mutation.xml" -L '^mutation$' "${test_filter[@]}" -j 16
   grep -hE "^[0-9]+: (CAUGHT|INVISIBLE|SKIPPED|NOT CAUGHT)" "$out/mutation.log" | sed 's/^[0-9]*: //' |
     sort >"$out/mutation.txt"
   note "mutation regions: $(grep -c '^CAUGHT' "$out/mutation.txt") caught, $(grep -vc '^CAUGHT' "$out/mutation.txt") not, of $(grep -c '^[0-9]*: MUTANT' "$out/mutation.log") started (mutation.txt)"
@@ -104,7 +119,7 @@ if wanted tour; then
 fi
 
 {
-  echo "GPU pass on $(date -u '+%Y-%m-%d %H:%M UTC'), preset $preset, steps:${steps% }, commit ${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "GPU pass on $(date -u '+%Y-%m-%d %H:%M UTC'), preset $preset, GPUs $gpus, steps:${steps% }, commit ${COURSE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   printf '%s\n' "${summary[@]}"
   echo "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 } | tee "$out/summary.txt"

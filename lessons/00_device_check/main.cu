@@ -57,6 +57,8 @@ void print_lessons(const course::ComputeCapability cc) {
     std::cout << "  " << lesson.number << " " << std::left << std::setw(static_cast<int>(width + 2))
               << lesson.title
               << (course::can_run(lesson, cc) ? "yes" : "no (needs " + lesson.min_cc().str() + ")")
+              << (lesson.min_gpus > 1 ? "  (needs " + std::to_string(lesson.min_gpus) + " GPUs)"
+                                      : "")
               << (lesson.ready ? "" : "  [planned]") << "\n";
   }
 }

@@ -148,6 +148,7 @@ class ProbeResult:
     status: str  # "gpu", "no-gpu" (exit 77), "error" (another failure), "not-built"
     compute_capability: tuple[int, int] | None
     message: str  # the device line, or the reason there is none
+    gpu_count: int = 0  # GPUs the probe sees ("GPUs visible: N"; 1 when it does not say)
 
 
 def parse_probe_output(exit_code: int, output: str) -> ProbeResult:
@@ -158,7 +159,9 @@ def parse_probe_output(exit_code: int, output: str) -> ProbeResult:
     match = re.search(r"compute capability\s+(\d+)\.(\d+)", output)
     if exit_code == 0 and match:
         first_line = text.splitlines()[0] if text else ""
-        return ProbeResult("gpu", (int(match.group(1)), int(match.group(2))), first_line)
+        count = re.search(r"^GPUs visible:\s*(\d+)", output, re.MULTILINE)
+        return ProbeResult("gpu", (int(match.group(1)), int(match.group(2))), first_line,
+                           int(count.group(1)) if count else 1)
     return ProbeResult("error", None, f"the probe exited with {exit_code}: {text}")
 
 

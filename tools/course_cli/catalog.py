@@ -26,6 +26,7 @@ class Lesson:
     min_cc: str  # minimum compute capability, "8.0"
     ready: bool  # False while the lesson is only planned
     hints: list[str] = field(default_factory=list)
+    min_gpus: int = 1  # GPUs of one host the lesson needs ("min_gpus" in the catalog, default 1)
 
     @property
     def name(self) -> str:
@@ -67,6 +68,7 @@ def load_catalog(root: Path) -> list[Lesson]:
                 min_cc=entry["min_cc"],
                 ready=entry["ready"],
                 hints=entry.get("hints", []),
+                min_gpus=entry.get("min_gpus", 1),
             )
         except (KeyError, TypeError) as error:
             raise CourseError(f"{where}: missing or malformed field {error}") from None
@@ -95,6 +97,8 @@ def _check_lesson(lesson: Lesson, where: str) -> None:
         raise CourseError(f"{where}: minutes must be a whole number")
     if not isinstance(lesson.ready, bool):
         raise CourseError(f"{where}: ready must be true or false")
+    if not isinstance(lesson.min_gpus, int) or isinstance(lesson.min_gpus, bool) or lesson.min_gpus < 1:
+        raise CourseError(f"{where}: min_gpus must be a whole number >= 1, got {lesson.min_gpus!r}")
     if not isinstance(lesson.hints, list) or not all(isinstance(h, str) for h in lesson.hints):
         raise CourseError(f"{where}: hints must be a list of strings")
 
@@ -152,6 +156,6 @@ def catalog_inc_text(lessons: list[Lesson]) -> str:
         ready = "true" if lesson.ready else "false"
         lines.append(
             f"{{{c_string(lesson.number)}, {c_string(lesson.slug)}, {c_string(lesson.title)}, "
-            f"{major}, {minor}, {ready}}},"
+            f"{major}, {minor}, {ready}, {lesson.min_gpus}}},"
         )
     return "\n".join(lines) + "\n"

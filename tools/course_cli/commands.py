@@ -26,6 +26,8 @@ STUDENT_PRESET = "student"
 def gpu_column(probe: build.ProbeResult, lesson: Lesson) -> str:
     """yes / no / no GPU / ? : can this machine run the lesson?"""
     if probe.status == "gpu":
+        if probe.gpu_count < lesson.min_gpus:
+            return "no"
         return "yes" if probe.compute_capability >= lesson.min_cc_tuple else "no"
     if probe.status == "no-gpu":
         return "no GPU"
@@ -38,6 +40,16 @@ def last_check_column(root: Path, lesson: Lesson) -> str:
     if summary is None or summary.verdict == "no tests":
         return "—"
     return summary.verdict
+
+
+def not_built_reason(root: Path, lesson: Lesson) -> str:
+    """Why the configure step left a lesson out (build/<preset>/not_built/NN_slug.txt), or ""."""
+    for preset in (STUDENT_PRESET, "default"):
+        tree = BuildTree(root, preset)
+        if tree.is_configured():
+            note = tree.binary_dir / "not_built" / f"{lesson.name}.txt"
+            return note.read_text().strip() if note.exists() else ""
+    return ""
 
 
 def find_probe(root: Path) -> build.ProbeResult:
@@ -68,9 +80,12 @@ def cmd_list(root: Path, args: argparse.Namespace) -> int:
     print(f"{'#':<2}  {'title':<{title_width}}  {'min':>3}  {'GPU':<6}  {'status':<7}  last check")
     for lesson in lessons:
         status = "ready" if lesson.ready else "planned"
+        needs = f"  (needs {lesson.min_gpus} GPUs)" if lesson.min_gpus > 1 else ""
+        if reason := not_built_reason(root, lesson):
+            needs += f"  (not built: {reason})"
         print(
             f"{lesson.number:<2}  {lesson.title:<{title_width}}  {lesson.minutes:>3}  "
-            f"{gpu_column(probe, lesson):<6}  {status:<7}  {last_check_column(root, lesson)}"
+            f"{gpu_column(probe, lesson):<6}  {status:<7}  {last_check_column(root, lesson)}{needs}"
         )
     print()
     print("Start a lesson: read lessons/NN_slug/README.md, then `./course run NN` and `./course check NN`.")
@@ -436,6 +451,11 @@ def cmd_tour(root: Path, args: argparse.Namespace) -> int:
         if probe.compute_capability < lesson.min_cc_tuple:
             major, minor = probe.compute_capability
             reason = f"needs compute capability {lesson.min_cc}; this GPU has {major}.{minor}"
+            print(reason)
+            runs.append(LessonRun(lesson.number, lesson.title, "SKIP(77)", reason))
+            continue
+        if probe.gpu_count < lesson.min_gpus:
+            reason = f"needs {lesson.min_gpus} GPUs; this machine has {probe.gpu_count}"
             print(reason)
             runs.append(LessonRun(lesson.number, lesson.title, "SKIP(77)", reason))
             continue

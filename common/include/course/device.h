@@ -59,7 +59,8 @@ struct LessonEntry {
   const char* title;
   int min_major;
   int min_minor;
-  bool ready;  ///< false while the lesson is planned but not yet in the repository
+  bool ready;    ///< false while the lesson is planned but not yet in the repository
+  int min_gpus;  ///< GPUs of one host the lesson needs (lessons 16-17: 2)
   ComputeCapability min_cc() const { return {min_major, min_minor}; }
 };
 
@@ -67,7 +68,8 @@ struct LessonEntry {
 const std::vector<LessonEntry>& lesson_catalog();
 
 /// Whether a GPU of capability `cc` can run `lesson` (the course builds sm_80 and sm_90
-/// code only, so anything older runs nothing).
+/// code only, so anything older runs nothing). Says nothing about how many GPUs the lesson
+/// needs (`min_gpus`): that is the machine's question, not the GPU's.
 bool can_run(const LessonEntry& lesson, ComputeCapability cc);
 
 }  // namespace course

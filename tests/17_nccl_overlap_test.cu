@@ -1,0 +1,397 @@
+// Lesson 17 tests: built twice, against the starter (label `lesson`) and against the solution
+// (label `solution`). CPU suites: the unique id as hex, the bus-bandwidth convention, the
+// chunks, the flags, the engine model of two engines, the ranks' command line. GPU suites
+// (Gpu...) need two GPUs and skip otherwise: the exercise in one process (one thread per
+// rank, as separate processes would be), and the program itself with --quick.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capstone.cuh"
+#include "course/buffers.h"
+#include "course/check.h"
+#include "course/data.h"
+#include "course/multi_gpu.h"
+#include "gpu_test.h"
+#include "nccl_overlap.cuh"
+#include "nccl_overlap_run.h"
+
+namespace {
+
+namespace no = nccl_overlap;
+namespace model = overlap_transfers::model;
+using course::testing::concerns_todo;
+using course::testing::concerns_todos;
+
+// ---- CPU ----------------------------------------------------------------------------------------
+
+TEST(UniqueIdHex, RoundTripsEveryByte) {
+  std::mt19937 random(17);
+  ncclUniqueId id{};
+  for (auto& byte : id.internal) byte = static_cast<char>(random() & 0xff);
+  id.internal[0] = static_cast<char>(0x00);
+  id.internal[1] = static_cast<char>(0xff);
+  const std::string hex = no::encode_unique_id(id);
+  ASSERT_EQ(hex.size(), 2u * NCCL_UNIQUE_ID_BYTES);
+  EXPECT_EQ(hex.substr(0, 4), "00ff");
+  const ncclUniqueId back = no::decode_unique_id(hex);
+  for (std::size_t i = 0; i < sizeof id.internal; ++i) EXPECT_EQ(back.internal[i], id.internal[i]);
+  std::string upper = hex;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(no::decode_unique_id(upper).internal[1], id.internal[1]);
+}
+
+TEST(UniqueIdHex, RejectsWrongLengthAndNonHex) {
+  const std::string good(2 * NCCL_UNIQUE_ID_BYTES, 'a');
+  EXPECT_THROW(no::decode_unique_id(""), std::invalid_argument);
+  EXPECT_THROW(no::decode_unique_id(good.substr(1)), std::invalid_argument);
+  EXPECT_THROW(no::decode_unique_id(good + "a"), std::invalid_argument);
+  std::string bad = good;
+  bad[37] = 'g';
+  EXPECT_THROW(no::decode_unique_id(bad), std::invalid_argument);
+  EXPECT_NO_THROW(no::decode_unique_id(good));
+}
+
+TEST(BusBandwidth, NcclTestsConvention) {
+  using no::Collective;
+  EXPECT_DOUBLE_EQ(no::bus_factor(Collective::all_gather, 2), 0.5);
+  EXPECT_DOUBLE_EQ(no::bus_factor(Collective::reduce_scatter, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(no::bus_factor(Collective::all_reduce, 2), 1.0);
+  EXPECT_DOUBLE_EQ(no::bus_factor(Collective::all_reduce, 4), 1.5);
+  EXPECT_DOUBLE_EQ(no::bus_factor(Collective::all_gather, 1), 0.0);
+  EXPECT_THROW(no::bus_factor(Collective::all_gather, 0), std::invalid_argument);
+  // 1000 floats per rank on 4 ranks: all-gather's buffer is the gathered 16000 bytes.
+  EXPECT_DOUBLE_EQ(no::collective_bytes(Collective::all_gather, 1000, 4), 16000.0);
+  EXPECT_DOUBLE_EQ(no::collective_bytes(Collective::reduce_scatter, 1000, 4), 16000.0);
+  EXPECT_DOUBLE_EQ(no::collective_bytes(Collective::all_reduce, 1000, 4), 4000.0);
+  // 256 MiB in 1 ms: algbw 268.4 GB/s; all-gather on 2 ranks: busbw half of it.
+  const double bytes = 256.0 * (1 << 20);
+  EXPECT_NEAR(no::algbw_gbps(bytes, 1.0), 268.435456, 1e-9);
+  EXPECT_NEAR(no::busbw_gbps(Collective::all_gather, bytes, 1.0, 2), 134.217728, 1e-9);
+  EXPECT_NEAR(no::busbw_gbps(Collective::all_reduce, bytes, 2.0, 2), 134.217728, 1e-9);
+  EXPECT_EQ(no::algbw_gbps(bytes, 0.0), 0.0);
+}
+
+TEST(Chunks, CoverTheShardOnceWithSizesWithinOne) {
+  for (int rows : {1, 2, 37, 8192}) {
+    for (int chunks : {1, 2, 3, 7, 8}) {
+      if (chunks > rows) {
+        EXPECT_THROW(no::chunk_rows(rows, chunks, 0), std::invalid_argument);
+        continue;
+      }
+      std::size_t next = 0, smallest = rows, largest = 0;
+      for (int i = 0; i < chunks; ++i) {
+        const auto c = no::chunk_rows(rows, chunks, i);
+        EXPECT_EQ(c.first, next) << rows << " rows, chunk " << i << " of " << chunks;
+        EXPECT_GE(c.count, 1u);
+        next += c.count;
+        smallest = std::min(smallest, c.count);
+        largest = std::max(largest, c.count);
+      }
+      EXPECT_EQ(next, static_cast<std::size_t>(rows));
+      EXPECT_LE(largest - smallest, 1u);
+    }
+  }
+  EXPECT_THROW(no::chunk_rows(0, 1, 0), std::invalid_argument);
+  EXPECT_THROW(no::chunk_rows(10, 3, 3), std::invalid_argument);
+}
+
+TEST(Settings, DefaultsQuickAndErrors) {
+  course::CommonOptions options;
+  no::RunSettings run;
+  no::complete_settings(run, options, 0, 0, 0, 0, 0, "", "");
+  EXPECT_EQ(run.shape.rows(), 2 * 8192);
+  EXPECT_EQ(run.chunk_counts, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(run.collective_count, (256u << 20) / 8);
+  // The default layers are balanced: at 250 GB/s bus bandwidth and 50 TFLOP/s (two H100s)
+  // each collective and its GEMM take about the same time (within 20 %).
+  const no::LayerShape& s = run.shape;
+  const double gather_s =
+      no::collective_bytes(no::Collective::all_gather, std::size_t(s.shard_rows) * s.k, 2) *
+      no::bus_factor(no::Collective::all_gather, 2) / 250e9;
+  const double scatter_s =
+      no::collective_bytes(no::Collective::reduce_scatter, std::size_t(s.shard_rows) * s.n_out, 2) *
+      no::bus_factor(no::Collective::reduce_scatter, 2) / 250e9;
+  const double gather_gemm_s = no::allgather_layer_flops(s) / 50e12;
+  const double scatter_gemm_s = no::reduce_scatter_layer_flops(s) / 50e12;
+  EXPECT_LT(std::max(gather_s, gather_gemm_s) / std::min(gather_s, gather_gemm_s), 1.2);
+  EXPECT_LT(std::max(scatter_s, scatter_gemm_s) / std::min(scatter_s, scatter_gemm_s), 1.2);
+  options.quick = true;
+  no::complete_settings(run, options, 0, 0, 0, 0, 0, "", "");
+  EXPECT_EQ(run.shape.shard_rows, 37);
+  EXPECT_EQ(run.chunk_counts, (std::vector<int>{1, 3}));
+  EXPECT_EQ(no::parse_count_list("chunks", "8,2,2,4", 1, 8), (std::vector<int>{2, 4, 8}));
+  for (const char* bad : {"", ",", "1,", "0", "x", "1,,2", "65", "3a"}) {
+    EXPECT_THROW(no::parse_count_list("chunks", bad, 1, 64), course::UsageError) << bad;
+  }
+  EXPECT_THROW(no::complete_settings(run, options, 5, 0, 0, 0, 0, "6", ""), course::UsageError);
+  options.size = 4;
+  EXPECT_THROW(no::complete_settings(run, options, 0, 0, 0, 0, 0, "", ""), course::UsageError);
+}
+
+TEST(EngineModel, TwoEnginesBoundAndSchedule) {
+  const model::Gpu two = model::current_gpu("collective + SMs", 2, 8);
+  // All-gather layer: the collective on the first engine, the GEMM on the SMs.
+  const model::StageTimes gather{1.0, 3.0, 0.0};
+  EXPECT_DOUBLE_EQ(model::pipeline_bound(4, gather), 1.0 + 3.0 + 3 * 3.0);
+  EXPECT_DOUBLE_EQ(model::predict(two, overlap_transfers::Order::sequential, 4, gather), 16.0);
+  EXPECT_DOUBLE_EQ(model::predict(two, overlap_transfers::Order::per_chunk, 4, gather),
+                   model::pipeline_bound(4, gather));
+  // Reduce-scatter layer: the GEMM first, the collective after it.
+  const model::StageTimes scatter{0.0, 2.0, 2.0};
+  EXPECT_DOUBLE_EQ(model::predict(two, overlap_transfers::Order::per_chunk, 8, scatter),
+                   2.0 + 2.0 + 7 * 2.0);
+}
+
+TEST(Ranks, CommandLineAddsTheRankFlags) {
+  const auto line = no::rank_command_line({"--quick", "--csv", "x.csv"}, 1, 2, "abcd");
+  EXPECT_EQ(line, (std::vector<std::string>{"--quick", "--csv", "x.csv", "--rank", "1", "--nranks",
+                                            "2", "--nccl-id", "abcd"}));
+}
+
+TEST(Ranks, StartedRanksInheritNvlsOffAndReportTheirExitCodes) {
+  course::set_nccl_nvls_off();
+  const char* value = std::getenv("NCCL_NVLS_ENABLE");
+  ASSERT_NE(value, nullptr);
+  // The ranks are /bin/sh here: `sh -c SCRIPT --rank r ...` runs SCRIPT with the rank flags as
+  // its arguments. Every rank must see the launcher's NCCL_NVLS_ENABLE.
+  const std::string script = std::string("test \"$NCCL_NVLS_ENABLE\" = \"") + value +
+                             "\" || exit 5; test \"$1\" = 1 -o \"$1\" = 2 || exit 6; exit 0";
+  EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", script}, 3, "ab")), 0);
+  EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", "exit 3"}, 2, "ab")), 3);
+  EXPECT_THROW(no::start_ranks("/nonexistent/17_nccl_overlap", {}, 2, "ab"), std::runtime_error);
+}
+
+// ---- GPU: the exercise in one process, one thread per rank -------------------------------------
+
+class GpuTwoRanks : public course::testing::GpuTest {
+ protected:
+  void SetUp() override {
+    course::testing::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    if (course::visible_device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+    course::set_nccl_nvls_off();
+  }
+};
+
+/// One rank's layers with small awkward shapes, its reference computed on the host.
+struct Rank {
+  int rank = 0;
+  no::LayerShape s;
+  course::DeviceBuffer<float> x, w, gathered, y, a, b, partial, z;
+  ncclComm_t comm = nullptr;
+  std::string failure;
+};
+
+/// Keeps a stream busy for about `cycles` clock cycles (tens of milliseconds): a communication
+/// stream that starts late shows every missing wait, deterministically.
+__global__ void hold_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+std::vector<float> host_values(std::size_t n, std::uint32_t seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = capstone::uniform_value(i, seed);
+  return v;
+}
+
+void run_ranks(int ranks, const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back(body, r);
+  for (std::thread& t : threads) t.join();
+}
+
+TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
+  const int ranks = 2;
+  no::LayerShape s{ranks, 37, 100, 52, 60, 100};
+  ncclUniqueId id{};
+  COURSE_NCCL_CHECK(ncclGetUniqueId(&id));
+  std::vector<Rank> rank(ranks);
+  // TODO 1: every rank joins the communicator (each thread as a separate process would).
+  run_ranks(ranks, [&](int r) {
+    try {
+      COURSE_CHECK(cudaSetDevice(r));
+      rank[r].comm = no::init_communicator(id, r, ranks, NCCL_CONFIG_INITIALIZER);
+    } catch (const std::exception& e) {
+      rank[r].failure = e.what();
+    }
+  });
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_TRUE(rank[r].failure.empty()) << rank[r].failure << concerns_todo(1);
+    ASSERT_NE(rank[r].comm, nullptr)
+        << "init_communicator returned no communicator" << concerns_todo(1);
+    int count = 0, me = -1;
+    COURSE_NCCL_CHECK(ncclCommCount(rank[r].comm, &count));
+    COURSE_NCCL_CHECK(ncclCommUserRank(rank[r].comm, &me));
+    EXPECT_EQ(count, ranks) << concerns_todo(1);
+    EXPECT_EQ(me, r) << concerns_todo(1);
+  }
+
+  const int m = s.rows();
+  const std::vector<float> x = host_values(std::size_t(m) * s.k, 1700);
+  for (const int chunks : {1, 3, 37}) {
+    for (const int mode :
+         {0, 1, 2}) {  // sequential, overlapped, overlapped with a late comm stream
+      const bool overlapped = mode > 0, held = mode == 2;
+      std::vector<std::vector<float>> y(ranks), z(ranks);
+      run_ranks(ranks, [&](int r) {
+        try {
+          COURSE_CHECK(cudaSetDevice(r));
+          Rank& me = rank[r];
+          course::Stream stream;
+          course::DeviceBuffer<float> xd(x.size()), w(std::size_t(s.k) * s.n_local),
+              gathered(x.size()), yd(std::size_t(m) * s.n_local), a(std::size_t(m) * s.k_local),
+              b(std::size_t(s.k_local) * s.n_out), partial(std::size_t(m) * s.n_out),
+              zd(std::size_t(s.shard_rows) * s.n_out);
+          capstone::fill_uniform(xd.span(), 1700, stream);
+          capstone::fill_uniform(w.span(), 1710 + r, stream);
+          capstone::fill_uniform(a.span(), 1800 + r, stream);
+          capstone::fill_uniform(b.span(), 1900 + r, stream);
+          for (auto* buffer : {&gathered, &yd, &partial, &zd}) {
+            course::poison(buffer->data(), buffer->bytes(), stream);
+          }
+          no::Layers layers{s,
+                            me.comm,
+                            r,
+                            xd.data() + std::size_t(r) * s.shard_rows * s.k,
+                            gathered.data(),
+                            yd.data(),
+                            partial.data(),
+                            zd.data()};
+          const auto ag = no::allgather_chunks(layers, w.data(), chunks);
+          const auto rs = no::reduce_scatter_chunks(layers, a.data(), b.data(), chunks);
+          const no::OverlapStreams ovl(chunks);
+          if (overlapped) {
+            // With `held`, the communication stream is busy for a while before each layer: a
+            // GEMM that does not wait for its all-gather reads poison, and a missing join lets
+            // the host read Z before any reduce-scatter ran. Without it, a reduce-scatter that
+            // does not wait for its GEMM sends poison.
+            if (held) {
+              hold_kernel<<<1, 1, 0, ovl.comm>>>(100'000'000);
+              COURSE_CHECK_LAUNCH();
+            }
+            no::issue_allgather_overlapped(layers, ag, ovl, stream);
+            if (held) {
+              hold_kernel<<<1, 1, 0, ovl.comm>>>(100'000'000);
+              COURSE_CHECK_LAUNCH();
+            }
+            no::issue_reduce_scatter_overlapped(layers, rs, ovl, stream);
+          } else {
+            no::issue_allgather_sequential(layers, ag, stream);
+            no::issue_reduce_scatter_sequential(layers, rs, stream);
+          }
+          // Only the compute stream is synchronised: the schedule's join must cover the rest.
+          COURSE_CHECK(cudaStreamSynchronize(stream));
+          y[r] = course::to_host(yd.cspan());
+          z[r] = course::to_host(zd.cspan());
+          COURSE_CHECK(cudaDeviceSynchronize());
+        } catch (const std::exception& e) {
+          rank[r].failure = e.what();
+        }
+      });
+      for (int r = 0; r < ranks; ++r) ASSERT_TRUE(rank[r].failure.empty()) << rank[r].failure;
+
+      // The host reference, in double, with the tolerance of lesson 15's compare_gemm.
+      for (int r = 0; r < ranks; ++r) {
+        const std::vector<float> w = host_values(std::size_t(s.k) * s.n_local, 1710 + r);
+        std::vector<float> expected(y[r].size()), bound(y[r].size());
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < s.n_local; ++j) {
+            double sum = 0, abs_sum = 0;
+            for (int q = 0; q < s.k; ++q) {
+              const double p =
+                  double(x[std::size_t(i) * s.k + q]) * w[std::size_t(q) * s.n_local + j];
+              sum += p;
+              abs_sum += std::abs(p);
+            }
+            expected[std::size_t(i) * s.n_local + j] = static_cast<float>(sum);
+            bound[std::size_t(i) * s.n_local + j] = static_cast<float>(abs_sum);
+          }
+        }
+        const course::Comparison c = capstone::compare_gemm(expected, bound, y[r], s.k);
+        EXPECT_TRUE(c.ok()) << "all-gather layer, rank " << r << ", " << chunks << " chunks, "
+                            << (held         ? "overlapped, comm stream held: "
+                                : overlapped ? "overlapped: "
+                                             : "sequential: ")
+                            << c.summary() << (overlapped ? concerns_todo(2) : "");
+      }
+      std::vector<std::vector<float>> a(ranks), b(ranks);
+      for (int q = 0; q < ranks; ++q) {
+        a[q] = host_values(std::size_t(m) * s.k_local, 1800 + q);
+        b[q] = host_values(std::size_t(s.k_local) * s.n_out, 1900 + q);
+      }
+      for (int r = 0; r < ranks; ++r) {
+        std::vector<float> expected(z[r].size()), bound(z[r].size());
+        for (int i = 0; i < s.shard_rows; ++i) {
+          const int row = r * s.shard_rows + i;
+          for (int j = 0; j < s.n_out; ++j) {
+            double sum = 0, abs_sum = 0;
+            for (int q = 0; q < ranks; ++q) {
+              for (int t = 0; t < s.k_local; ++t) {
+                const double p = double(a[q][std::size_t(row) * s.k_local + t]) *
+                                 b[q][std::size_t(t) * s.n_out + j];
+                sum += p;
+                abs_sum += std::abs(p);
+              }
+            }
+            expected[std::size_t(i) * s.n_out + j] = static_cast<float>(sum);
+            bound[std::size_t(i) * s.n_out + j] = static_cast<float>(abs_sum);
+          }
+        }
+        const course::Comparison c =
+            capstone::compare_gemm(expected, bound, z[r], s.k_local * ranks + ranks);
+        EXPECT_TRUE(c.ok()) << "reduce-scatter layer, rank " << r << ", " << chunks << " chunks, "
+                            << (held         ? "overlapped, comm stream held: "
+                                : overlapped ? "overlapped: "
+                                             : "sequential: ")
+                            << c.summary() << (overlapped ? concerns_todos({3, 4}) : "");
+      }
+    }
+  }
+  // Every rank destroys its communicator from its own thread: destroying may wait for the
+  // other ranks (as separate processes would, each on its own).
+  run_ranks(ranks, [&](int r) {
+    cudaSetDevice(r);
+    ncclCommDestroy(rank[r].comm);
+  });
+}
+
+// ---- GPU: the program itself, its ranks started by rank 0 ---------------------------------------
+
+std::string program_path() {
+  // The test executable sits beside the lesson's executables; the one of the same build
+  // (starter or solution) is chosen by where this test's kernels are.
+  const std::string kernels = course::testing::kernels_object_path();
+  const bool starter = kernels.find("starter") != std::string::npos;
+  return std::string(COURSE_L17_BIN_DIR) +
+         (starter ? "/17_nccl_overlap" : "/17_nccl_overlap_solution");
+}
+
+TEST_F(GpuTwoRanks, ProgramQuickPassesOnTwoRanks) {
+  const std::string out = ::testing::TempDir() + "l17_quick.txt";
+  const std::string csv = ::testing::TempDir() + "l17_quick.csv";
+  const std::string command = program_path() + " --quick --csv " + csv + " > " + out + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_TRUE(WIFEXITED(status)) << text.str();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text.str() << concerns_todo(1);
+  EXPECT_NE(text.str().find("RESULT: PASS"), std::string::npos) << text.str();
+  std::ifstream timeline(csv.substr(0, csv.size() - 4) + "_timeline.csv");
+  EXPECT_TRUE(timeline.good()) << "no timeline CSV";
+}
+
+}  // namespace

@@ -3,7 +3,8 @@
 #   1. the CUDA toolkit folder (CUDAToolkit_INCLUDE_DIRS, CUDAToolkit_LIBRARY_DIR,
 #      /usr/local/cuda/{include,lib,lib64}): the CPU machines and CI;
 #   2. the Python package nvidia-nccl-cu13 (a PyTorch environment): `import nvidia.nccl`
-#      gives a folder with include/ and lib/, where the library may be only libnccl.so.2
+#      gives a namespace package (no __file__) whose __path__ is a folder with include/ and
+#      lib/, where the library may be only libnccl.so.2
 #      (no unversioned libnccl.so, which find_library would look for).
 # NCCL_ROOT (a folder with include/ and lib/) is searched first when set.
 #
@@ -40,7 +41,7 @@ if(NOT NCCL_PYTHON_DIR)
     endif()
     execute_process(
       COMMAND "${python}" -c
-              "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))"
+              "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])"
       OUTPUT_VARIABLE _nccl_py_out RESULT_VARIABLE _nccl_py_status ERROR_QUIET
       OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(_nccl_py_status EQUAL 0 AND IS_DIRECTORY "${_nccl_py_out}")

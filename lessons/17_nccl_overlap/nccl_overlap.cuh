@@ -143,7 +143,8 @@ std::vector<LayerChunk> reduce_scatter_chunks(const Layers& layers, const float*
                                               int chunks);
 
 /// The streams and events of an overlapped run: the GEMMs run on the caller's stream (the
-/// compute stream), the collectives on `comm`. Events: `ready` (recorded on the compute
+/// compute stream), the collectives on `comm`, a stream of the device's highest priority
+/// (the collective's blocks are scheduled before the GEMM's blocks still waiting for an SM). Events: `ready` (recorded on the compute
 /// stream before the run: the inputs are there), one per chunk for "chunk i's collective
 /// is done" / "chunk i's GEMM is done", and `comm_done` (the last collective, for the join).
 struct OverlapStreams {
@@ -153,7 +154,7 @@ struct OverlapStreams {
   std::vector<cudaEvent_t> gemm_done;
   cudaEvent_t comm_done = nullptr;
   OverlapStreams() = default;
-  explicit OverlapStreams(int chunks);  ///< a non-blocking stream and timing-free events
+  explicit OverlapStreams(int chunks);  ///< a high-priority non-blocking stream, events
   ~OverlapStreams();
   OverlapStreams(const OverlapStreams&) = delete;
   OverlapStreams& operator=(const OverlapStreams&) = delete;

@@ -217,7 +217,13 @@ std::vector<LayerChunk> reduce_scatter_chunks(const Layers& layers, const float*
 }
 
 OverlapStreams::OverlapStreams(int chunks) {
-  COURSE_CHECK(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking));
+  // The highest priority the device has: when a GEMM's blocks fill every SM, the block
+  // scheduler gives each SM that frees up to the collective's blocks first. At the default
+  // priority they would queue behind every block the GEMM has left to start, and the
+  // collective of the next chunk would run after this chunk's GEMM instead of beside it.
+  int lowest = 0, highest = 0;
+  COURSE_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  COURSE_CHECK(cudaStreamCreateWithPriority(&comm, cudaStreamNonBlocking, highest));
   const auto event = [] {
     cudaEvent_t e = nullptr;
     COURSE_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));

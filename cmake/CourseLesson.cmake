@@ -1,4 +1,5 @@
-# course_add_lesson(<number> <slug> [USES <NN_slug>...] [SOURCES <file>...])
+# course_add_lesson(<number> <slug> [USES <NN_slug>...] [SOURCES <file>...]
+#                   [SANITIZE_ARGS <tools/sanitize.py argument>...])
 #
 # Turns lessons/<number>_<slug>/ into everything a lesson needs:
 #
@@ -68,7 +69,7 @@ include(\"${PROJECT_SOURCE_DIR}/cmake/CourseGpuSuites.cmake\")
 endfunction()
 
 function(course_add_lesson number slug)
-  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "USES;SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "USES;SOURCES;SANITIZE_ARGS")
   set(name "${number}_${slug}")
   set(lesson_dir "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
@@ -252,6 +253,7 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
       add_test(NAME L${number}.sanitize.${tool}
         COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/sanitize.py"
                 --sanitizer "${COURSE_COMPUTE_SANITIZER}" --tool ${tool} ${COURSE_SANITIZE_PTX}
+                ${ARG_SANITIZE_ARGS}
                 -- $<TARGET_FILE:${name}_solution> --quick --warmup 0 --iters 1)
       set_tests_properties(L${number}.sanitize.${tool} PROPERTIES
         LABELS "L${number};sanitize;gpu" TIMEOUT ${COURSE_SANITIZE_TIMEOUT} SKIP_RETURN_CODE 77)

@@ -212,6 +212,7 @@ int run_lesson(course::Harness& harness, const course::DeviceSummary& gpu,
     const std::size_t bytes = options.quick ? (1u << 20) : kPeerBytes;
     course::enable_peer_access(gpu.ordinal, peer);
     peer_src = course::DeviceBuffer<std::uint8_t>(bytes);
+    COURSE_CHECK(cudaMemset(peer_src.data(), 0x5a, bytes));  // never copy uninitialised memory
     COURSE_CHECK(cudaSetDevice(peer));
     peer_dst = course::DeviceBuffer<std::uint8_t>(bytes);
     COURSE_CHECK(cudaSetDevice(gpu.ordinal));

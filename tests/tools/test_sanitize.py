@@ -191,5 +191,28 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
 
 
+
+class ExpectedApiErrors(unittest.TestCase):
+    def scan_of(self, lines):
+        scan = sanitize.Scan()
+        for line in lines:
+            scan.feed(line)
+        return scan
+
+    def test_expected_api_error_reports_do_not_count_and_others_still_do(self):
+        lines = [
+            "========= Program hit cudaErrorPeerAccessAlreadyEnabled (error 704) due to "
+            "\"peer access is already enabled\" on CUDA API call to cudaGetLastError.\n",
+            "========= ERROR SUMMARY: 1 error\n",
+        ]
+        scan = self.scan_of(lines)
+        self.assertFalse(sanitize.judge(0, scan).ok)
+        self.assertTrue(sanitize.judge(0, scan, False, ("cudaErrorPeerAccessAlreadyEnabled",)).ok)
+        self.assertFalse(sanitize.judge(0, scan, False, ("cudaErrorInvalidValue",)).ok)
+        lines.insert(1, "========= Invalid __global__ read of size 4 bytes\n")
+        lines[-1] = "========= ERROR SUMMARY: 2 errors\n"
+        scan = self.scan_of(lines)
+        self.assertFalse(sanitize.judge(0, scan, False, ("cudaErrorPeerAccessAlreadyEnabled",)).ok)
+
 if __name__ == "__main__":
     unittest.main()

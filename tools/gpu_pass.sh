@@ -12,7 +12,8 @@
 # "mutation" for the mutation label (it configures with COURSE_MUTATION_TESTS=ON) and
 # "tour" for the student-facing tour): a pass too long for one call can be split in two
 # calls on the same warm machine, e.g. "build tests integrity sanitize", then "build exes".
-# COURSE_PASS_EXES (a regular expression, e.g. '^1[24]_') runs only some executables.
+# COURSE_PASS_EXES (a regular expression, e.g. '^1[24]_') runs only some executables, and
+# COURSE_PASS_TESTS (e.g. '^L15[.]') only the tests whose names match, in every ctest step.
 #
 # Two-GPU mode: COURSE_PASS_GPUS=2 (on a machine with two or more GPUs joined by NVLink)
 # runs only the multi-GPU lessons (16-17): every ctest step is limited to tests named
@@ -39,6 +40,8 @@ if [ "$gpus" -ge 2 ] 2>/dev/null; then
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
   test_filter=(-R "${COURSE_PASS_TESTS:-^L1[67][.]}")
   COURSE_PASS_EXES=${COURSE_PASS_EXES:-^1[67]_}
+elif [ -n "${COURSE_PASS_TESTS:-}" ]; then  # e.g. '^L15[.]': one lesson's tests, any step
+  test_filter=(-R "$COURSE_PASS_TESTS")
 fi
 
 step() {  # step NAME LOG SECONDS COMMAND... : run with a time limit, log, remember the verdict

@@ -208,6 +208,9 @@ class ExpectedApiErrors(unittest.TestCase):
         scan = self.scan_of(lines)
         self.assertFalse(sanitize.judge(0, scan).ok)
         self.assertTrue(sanitize.judge(0, scan, False, ("cudaErrorPeerAccessAlreadyEnabled",)).ok)
+        # The tool exits with its error status when it counted only expected reports.
+        self.assertTrue(sanitize.judge(99, scan, False, ("cudaErrorPeerAccessAlreadyEnabled",)).ok)
+        self.assertFalse(sanitize.judge(1, scan, False, ("cudaErrorPeerAccessAlreadyEnabled",)).ok)
         self.assertFalse(sanitize.judge(0, scan, False, ("cudaErrorInvalidValue",)).ok)
         lines.insert(1, "========= Invalid __global__ read of size 4 bytes\n")
         lines[-1] = "========= ERROR SUMMARY: 2 errors\n"

@@ -1,5 +1,5 @@
 # course_add_lesson(<number> <slug> [USES <NN_slug>...] [SOURCES <file>...]
-#                   [SANITIZE_ARGS <tools/sanitize.py argument>...])
+#                   [SANITIZE_ARGS <tools/sanitize.py argument>...] [MIN_GPUS <n>])
 #
 # Turns lessons/<number>_<slug>/ into everything a lesson needs:
 #
@@ -69,7 +69,10 @@ include(\"${PROJECT_SOURCE_DIR}/cmake/CourseGpuSuites.cmake\")
 endfunction()
 
 function(course_add_lesson number slug)
-  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "USES;SOURCES;SANITIZE_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "MIN_GPUS" "USES;SOURCES;SANITIZE_ARGS")
+  if(NOT ARG_MIN_GPUS)
+    set(ARG_MIN_GPUS 1)
+  endif()
   set(name "${number}_${slug}")
   set(lesson_dir "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
@@ -202,7 +205,7 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
     endif()
     add_test(NAME L${number}.integrity.${expectation}
       COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/integrity.py"
-              --probe $<TARGET_FILE:course_gpu_probe> ${args})
+              --probe $<TARGET_FILE:course_gpu_probe> --min-gpus ${ARG_MIN_GPUS} ${args})
     set_tests_properties(L${number}.integrity.${expectation} PROPERTIES
       LABELS "L${number};integrity;gpu" TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()

@@ -4,7 +4,8 @@
     integrity.py --probe PROBE --expect fail STARTER_TEST_EXE
     integrity.py --probe PROBE --expect pass SOLUTION_TEST_EXE
 
-Exits 77 (ctest: skipped) when PROBE finds no GPU. A starter "fails" only when its test
+Exits 77 (ctest: skipped) when PROBE finds no GPU, or fewer than --min-gpus (lessons 16-17
+need two: their GPU tests skip on one GPU, and "every GPU test ran" cannot hold). A starter "fails" only when its test
 executable exits with gtest's failure code and reports failed tests: a crash, a hang
 (killed by the timeout) or a run where everything skipped is not the failure students
 must see. A solution "passes" only when every GPU test ran and passed: none skipped.
@@ -19,12 +20,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probe", required=True)
     parser.add_argument("--expect", choices=["fail", "pass"], required=True)
+    parser.add_argument("--min-gpus", type=int, default=1,
+                        help="skip unless the probe reports at least this many GPUs")
     parser.add_argument("test_exe")
     args = parser.parse_args()
 
     probe = subprocess.run([args.probe], capture_output=True, text=True)
     if probe.returncode != 0:
         print(f"skipped: {probe.stdout.strip()}")
+        return 77
+    visible = re.search(r"^GPUs visible: (\d+)", probe.stdout, re.M)
+    if args.min_gpus > 1 and (visible is None or int(visible.group(1)) < args.min_gpus):
+        print(f"skipped: this lesson needs {args.min_gpus} GPUs; the probe says: "
+              f"{probe.stdout.strip()}")
         return 77
 
     run = subprocess.run([args.test_exe], capture_output=True, text=True, timeout=540)

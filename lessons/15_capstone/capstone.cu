@@ -82,6 +82,9 @@ __device__ inline void transpose_tiles(TmaStageBuffer* stages, StageBarriers* ba
                                        int p) {
   for (int tile = 0; tile < tiles; ++tile) {
     const int s = tile % Stages;
+    // Overwrite the stage's A^T only once the computing warps have released it (as the
+    // loading thread does before it reuses the stage), and once the box has landed.
+    if (tile >= Stages) wait_parity(&bars[s].empty, (tile / Stages - 1) & 1);
     wait_parity(&bars[s].a_landed, (tile / Stages) & 1);
     for (int q = p; q < kAChunks; q += kTransposeThreads) {
       const TileChunk ch = a_chunk(q);
@@ -98,9 +101,8 @@ __device__ inline void consume(const TmaStageBuffer* stages, StageBarriers* bars
   for (int tile = 0; tile < tiles; ++tile) {
     const int s = tile % Stages;
     // TODO 3: afterwards this thread has added the product of stage s to acc, never before
-    //         the stage is full, and the stage is handed back to the producer once every
-    //         lane of this warp has read it: one arrival per warp on bars[s].empty, which
-    //         expects kThreads / 32 of them.
+    //         the stage is full, and has told the producer it is done reading the stage:
+    //         one arrival of its own on bars[s].empty, which expects kThreads of them.
     (void)stages; (void)bars; (void)acc; (void)place; (void)s;
   }
 }
@@ -122,7 +124,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     for (int s = 0; s < Stages; ++s) {
       ptx::mbarrier_init(&bars[s].a_landed, 1);
       ptx::mbarrier_init(&bars[s].full, 1 + kTransposeThreads);
-      ptx::mbarrier_init(&bars[s].empty, kThreads / 32);
+      ptx::mbarrier_init(&bars[s].empty, kThreads);
     }
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }

@@ -286,7 +286,7 @@ __device__ inline void copy_stage(StageBuffer& stage, const float* a, const floa
 struct StageBarriers {
   std::uint64_t a_landed;  ///< the box of A is in a_rows: one arrival (with its bytes)
   std::uint64_t full;      ///< A^T and B are in the stage: 1 + kTransposeThreads arrivals
-  std::uint64_t empty;     ///< the computing warps are done with it: one arrival per warp
+  std::uint64_t empty;     ///< the computing threads are done with it: kThreads arrivals
 };
 
 /// `p` moved up to the next shared-memory address that is a multiple of `alignment`.

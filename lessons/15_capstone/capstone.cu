@@ -82,9 +82,10 @@ __device__ inline void transpose_tiles(TmaStageBuffer* stages, StageBarriers* ba
                                        int p) {
   for (int tile = 0; tile < tiles; ++tile) {
     const int s = tile % Stages;
-    // Overwrite the stage's A^T only once the computing warps have released it (as the
-    // loading thread does before it reuses the stage), and once the box has landed.
-    if (tile >= Stages) wait_parity(&bars[s].empty, (tile / Stages - 1) & 1);
+    // The box has landed, so the loading thread has seen the stage released (it waited on
+    // `empty` before it started the load): overwriting A^T is safe. Waiting on `empty` here
+    // as well would be correct too, but 96 more threads polling the barrier that the
+    // computing threads arrive on cost 6-8% on an H100.
     wait_parity(&bars[s].a_landed, (tile / Stages) & 1);
     for (int q = p; q < kAChunks; q += kTransposeThreads) {
       const TileChunk ch = a_chunk(q);

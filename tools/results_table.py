@@ -50,6 +50,12 @@ def import_pass(pass_dir):
     if name is None:
         sys.exit(f"{outputs[0]} does not name its GPU")
     target = RESULTS / slug(name)
+    # A pass over several GPUs (lessons 16-17: COURSE_PASS_GPUS=2) gets its own folder,
+    # named after the GPU and their count: "nvidia-h100-80gb-hbm3-x2".
+    summary = pass_dir / "summary.txt"
+    gpus = re.search(r"\bGPUs (\d+)\b", summary.read_text()) if summary.exists() else None
+    if gpus and int(gpus.group(1)) >= 2:
+        target = RESULTS / f"{slug(name)}-x{gpus.group(1)}"
     target.mkdir(parents=True, exist_ok=True)
     for output in outputs:
         shutil.copy(output, target / output.name)

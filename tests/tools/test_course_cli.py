@@ -574,6 +574,14 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertIn("next lesson: 01 Second lesson", result.stdout)
         self.assertIn("pass", self.course("list").stdout.splitlines()[3])
 
+    def test_check_explains_a_skipped_sass_check_and_how_to_get_cuobjdump(self):
+        skipped = SKIPPED_OTHER.format(name="L00.lesson.Sass.x")
+        result = self.check(junit_text(passed=["L00.lesson.Cpu.a"], failed=["L00.lesson.GpuAlpha.b"],
+                                       extra=skipped), ctest_exit=8)
+        self.assertIn("Skipped, so not verified (1):", result.stdout)
+        self.assertIn("L00.lesson.Sass.x: cuobjdump was not found", result.stdout)
+        self.assertIn("nvidia-cuda-cuobjdump", result.stdout)
+
     def test_check_fail(self):
         result = self.check(
             junit_text(passed=["L00.lesson.Cpu.a"], failed=["L00.lesson.GpuAlpha.b"]), ctest_exit=8
@@ -726,6 +734,12 @@ class JunitTest(unittest.TestCase):
         other = SKIPPED_OTHER.format(name="L01.lesson.Sass.x")
         summary = junit.parse_junit_text(junit_text(passed=["L01.lesson.GpuCopy.a"], extra=other))
         self.assertEqual(summary.verdict, "pass")
+
+    def test_other_skips_keep_their_reason(self):
+        other = SKIPPED_OTHER.format(name="L01.lesson.Sass.x")
+        summary = junit.parse_junit_text(junit_text(passed=["L01.lesson.GpuCopy.a"], extra=other))
+        self.assertEqual(summary.skip_reasons, {"L01.lesson.Sass.x": "cuobjdump was not found"})
+        self.assertEqual(summary.skipped_for_gpu, [])
 
     def test_some_gpu_tests_skipped(self):
         # A GPU too old for some tests (Hopper-only ones on an sm_80): the rest verified it.

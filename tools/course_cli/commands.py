@@ -183,6 +183,7 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
                       f"lessons/{lesson.name}/{lesson.slug}.cu.")
         else:
             print(f"ctest exited with {ctest_exit}; see its output above.")
+        explain_skips(summary.skip_reasons)
         if summary.skipped_for_gpu:
             print(f"Not verified on this machine ({len(summary.skipped_for_gpu)} tests need a GPU, and "
                   "so do the race checks): " + unverified_todos(root, lesson) + ".")
@@ -199,6 +200,7 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
               + unverified_todos(root, lesson) + ".")
         print(f"Run `./course check {lesson.number}` on a machine with a GPU to verify your work.")
         return SKIP_EXIT_CODE
+    explain_skips(summary.skip_reasons)
     race_exit = race_checks(root, tree, lesson)
     if race_exit != 0:
         return race_exit
@@ -207,6 +209,29 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
     for step in next_steps_after_pass(lessons, lesson):
         print(f"  {step}")
     return 0
+
+
+# The pip packages that bring cuobjdump and nvdisasm (the CUDA toolkit's own installer has
+# them too); .ci/run installs them the same way.
+CUOBJDUMP_HOWTO = (
+    'python3 -m pip install --target ~/.cache/course-tools "nvidia-cuda-cuobjdump>=13,<14" '
+    '"nvidia-cuda-nvdisasm>=13,<14"\n'
+    "    export PATH=~/.cache/course-tools/nvidia/cu13/bin:$PATH\n"
+    "    cmake --preset student   # finds cuobjdump for the SASS checks"
+)
+
+
+def explain_skips(skip_reasons: dict[str, str]) -> None:
+    """Says why each test that did not run was skipped (other than for want of a GPU), and
+    how to get what it needs: a skipped check is a check that verified nothing."""
+    if not skip_reasons:
+        return
+    print(f"Skipped, so not verified ({len(skip_reasons)}):")
+    for name, reason in skip_reasons.items():
+        print(f"  {name}: {reason or 'no reason printed'}")
+    if any("cuobjdump" in reason for reason in skip_reasons.values()):
+        print("  The SASS checks (and the README's recipes) need cuobjdump:")
+        print("    " + CUOBJDUMP_HOWTO)
 
 
 def unverified_todos(root: Path, lesson: Lesson) -> str:

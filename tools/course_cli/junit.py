@@ -30,6 +30,9 @@ class TestSummary:
     # The skipped tests that skipped because no usable GPU was found (decided from what the
     # test printed when it skipped, never from its name).
     skipped_for_gpu: list[str] = field(default_factory=list)
+    # Every other skipped test, with the reason it printed (the line after "Skipped"; empty
+    # when it printed none): `check` explains each one.
+    skip_reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -66,6 +69,15 @@ def _outcome(testcase: ElementTree.Element) -> str:
     return "passed"
 
 
+def skip_reason(output: str) -> str:
+    """The message a GoogleTest skip printed: the first non-empty line after "Skipped"."""
+    lines = [line.strip() for line in output.splitlines()]
+    for i, line in enumerate(lines):
+        if line.endswith("Skipped"):
+            return next((after for after in lines[i + 1:] if after), "")
+    return ""
+
+
 def parse_junit_text(text: str) -> TestSummary:
     """Summarise the JUnit XML in `text`."""
     try:
@@ -89,6 +101,8 @@ def parse_junit_text(text: str) -> TestSummary:
             output = " ".join(node.text or "" for node in testcase.iter("system-out"))
             if any(mark in output for mark in NO_GPU_MARKS):
                 summary.skipped_for_gpu.append(name)
+            else:
+                summary.skip_reasons[name] = skip_reason(output)
     return summary
 
 

@@ -1,5 +1,5 @@
 # course_add_lesson(<number> <slug> [USES <NN_slug>...] [SOURCES <file>...]
-#                   [SANITIZE_ARGS <tools/sanitize.py argument>...] [MIN_GPUS <n>])
+#                   [SANITIZE_ARGS <tools/sanitize.py argument>...])
 #
 # Turns lessons/<number>_<slug>/ into everything a lesson needs:
 #
@@ -68,11 +68,30 @@ include(\"${PROJECT_SOURCE_DIR}/cmake/CourseGpuSuites.cmake\")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${suite_file}")
 endfunction()
 
+# The GPUs of one host lesson `number` needs: its "min_gpus" in lessons/catalog.json (the
+# lesson map `./course` reads too), 1 when it has none.
+function(_course_min_gpus number out)
+  set(catalog_file "${PROJECT_SOURCE_DIR}/lessons/catalog.json")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${catalog_file}")
+  file(READ "${catalog_file}" catalog)
+  string(JSON count LENGTH "${catalog}" lessons)
+  math(EXPR last "${count} - 1")
+  set(min_gpus 1)
+  foreach(i RANGE ${last})
+    string(JSON entry_number GET "${catalog}" lessons ${i} number)
+    if(entry_number STREQUAL "${number}")
+      string(JSON value ERROR_VARIABLE missing GET "${catalog}" lessons ${i} min_gpus)
+      if(NOT missing)
+        set(min_gpus ${value})
+      endif()
+    endif()
+  endforeach()
+  set(${out} ${min_gpus} PARENT_SCOPE)
+endfunction()
+
 function(course_add_lesson number slug)
-  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "MIN_GPUS" "USES;SOURCES;SANITIZE_ARGS")
-  if(NOT ARG_MIN_GPUS)
-    set(ARG_MIN_GPUS 1)
-  endif()
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "USES;SOURCES;SANITIZE_ARGS")
+  _course_min_gpus(${number} min_gpus)
   set(name "${number}_${slug}")
   set(lesson_dir "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
@@ -205,7 +224,7 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
     endif()
     add_test(NAME L${number}.integrity.${expectation}
       COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/integrity.py"
-              --probe $<TARGET_FILE:course_gpu_probe> --min-gpus ${ARG_MIN_GPUS} ${args})
+              --probe $<TARGET_FILE:course_gpu_probe> --min-gpus ${min_gpus} ${args})
     set_tests_properties(L${number}.integrity.${expectation} PROPERTIES
       LABELS "L${number};integrity;gpu" TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()

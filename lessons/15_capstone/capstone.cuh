@@ -103,7 +103,7 @@ static_assert(kBlockM * kBlockN == kThreads * kMicroM * kMicroN, "rung 2: 64 res
 /// shared memory for 128 fused multiply-adds: 5.3 FMAs per value read, against rung 2's 4.
 inline constexpr int kTileM = 128;
 inline constexpr int kTileN = 256;
-/// The k-depth of one stage: 8, as in rung 2. A stage is 12 KiB of A and B.
+/// The k-depth of one stage: 8, as in rung 2. A stage holds about 12 KiB of A and B.
 inline constexpr int kTileK = 8;
 inline constexpr int kWarpTileM = 64;
 inline constexpr int kWarpTileN = 64;

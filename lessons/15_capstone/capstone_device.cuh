@@ -22,10 +22,6 @@ namespace ptx = cuda::ptx;
 
 __device__ inline float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
-__device__ inline float component(float4 v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
 /// The 16-byte chunk of the row-major matrix `base` (rows x cols, leading dimension cols) at
 /// row `row`, columns col .. col + 3, through registers. Elements outside the matrix read as
 /// zero. Vec: rows are 16-byte aligned and cols % 4 == 0, so a chunk is whole or entirely
@@ -109,12 +105,6 @@ __device__ inline void store_a_transposed(float* as, float4 v, int t) {
   as[(col + 1) * kAStride + row] = v.y;
   as[(col + 2) * kAStride + row] = v.z;
   as[(col + 3) * kAStride + row] = v.w;
-}
-
-/// Two float4 as one 8-element fragment.
-__device__ inline void unpack(float (&f)[8], float4 lo, float4 hi) {
-  f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w;
-  f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
 }
 
 // ---- Rungs 3-5: where a thread computes ------------------------------------------------

@@ -65,8 +65,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < kBlockK; ++kk) {
       // Rows ty*4.. and 64+ty*4.., columns tx*4.. and 64+tx*4..: float4 reads, no conflicts.
-      unpack(af, load4(&as[kk * kAStride + ty * 4]), load4(&as[kk * kAStride + 64 + ty * 4]));
-      unpack(bf, load4(&bs[kk * kBlockN + tx * 4]), load4(&bs[kk * kBlockN + 64 + tx * 4]));
+      load4_into(af, 0, &as[kk * kAStride + ty * 4]);
+      load4_into(af, 4, &as[kk * kAStride + 64 + ty * 4]);
+      load4_into(bf, 0, &bs[kk * kBlockN + tx * 4]);
+      load4_into(bf, 4, &bs[kk * kBlockN + 64 + tx * 4]);
       outer_product(acc, af, bf);
     }
     __syncthreads();

@@ -168,16 +168,17 @@ int main(int argc, char** argv) {
         // 2. The table.
         course::Harness harness("16_peer_to_peer", options, gpu);
         const cudaStream_t s = harness.stream();
-        harness.reference(
-            "copy engine b->a (reference)", static_cast<double>(bytes), [&](cudaStream_t stream) {
-              COURSE_CHECK(cudaMemcpyPeerAsync(dst_a.data(), a, src_b.data(), b, bytes, stream));
-            });
+        const auto engine_b_to_a = [&](cudaStream_t st) {
+          COURSE_CHECK(cudaMemcpyPeerAsync(dst_a.data(), a, src_b.data(), b, bytes, st));
+        };
+        harness.reference("copy engine b->a (reference)", static_cast<double>(bytes),
+                          engine_b_to_a);
         harness.baseline("copy engine b->a");
         harness.headline("pull 16B");
         harness.target({"pull 16B", 0.90});
         harness.target({"both directions", 1.8});
-        const auto into_a = [&](const std::string& name, course::Launch run, double amount) {
-          harness.run({name, amount, std::move(run),
+        const auto into_a = [&](const std::string& name, course::Launch run) {
+          harness.run({name, static_cast<double>(bytes), std::move(run),
                        [&](cudaStream_t st) { course::poison(dst_a.data(), bytes, st); },
                        [&] { return compare_prefix(expected_b, dst_a.data(), bytes); }});
         };
@@ -186,19 +187,13 @@ int main(int argc, char** argv) {
                        [&](cudaStream_t) { poison_on(b, dst_b.data(), bytes); },
                        [&] { return compare_prefix(expected_a, dst_b.data(), bytes); }});
         };
-        into_a(
-            "copy engine b->a",
-            [&](cudaStream_t st) {
-              COURSE_CHECK(cudaMemcpyPeerAsync(dst_a.data(), a, src_b.data(), b, bytes, st));
-            },
-            static_cast<double>(bytes));
+        into_a("copy engine b->a", engine_b_to_a);
         into_b("copy engine a->b", [&](cudaStream_t st) {
           COURSE_CHECK(cudaMemcpyPeerAsync(dst_b.data(), b, src_a.data(), a, bytes, st));
         });
         for (Width w : peer_to_peer::kWidths) {
           into_a(std::string("pull ") + peer_to_peer::name(w),
-                 peer_to_peer::prepare_copy(w, src_b.data(), dst_a.data(), bytes, a),
-                 static_cast<double>(bytes));
+                 peer_to_peer::prepare_copy(w, src_b.data(), dst_a.data(), bytes, a));
         }
         for (Width w : peer_to_peer::kWidths) {
           into_b(std::string("push ") + peer_to_peer::name(w),
@@ -296,8 +291,7 @@ int main(int argc, char** argv) {
         // would end the run, so everything else has been measured by now).
         COURSE_CHECK(cudaSetDevice(a));
         into_a("pull cp.async 16B",
-               peer_to_peer::prepare_cp_async_copy(src_b.data(), dst_a.data(), bytes, a),
-               static_cast<double>(bytes));
+               peer_to_peer::prepare_cp_async_copy(src_b.data(), dst_a.data(), bytes, a));
         return harness.finish();
       },
       validate);

@@ -163,14 +163,15 @@ __device__ inline void store_results(float* c, int m, int n, int m0, int n0, Pla
 // ---- Rungs 3-5: who copies which chunk of a stage ------------------------------------------
 
 /// A stage is 256 16-byte chunks of A (128 rows x 2) and 512 of B (8 rows x 64). Each of the
-/// 256 computing threads of rungs 3 and 4 copies one chunk of A (row t / 2, columns (t % 2) x
-/// 4 ..) and two of B (chunks t and t + 256, row-major): the global reads of a warp are
-/// contiguous. A's chunk is stored transposed, one float at a time; the padding of StageBuffer::a
-/// puts the 32 stores of a warp in 32 different banks.
+/// 256 computing threads of rung 3 loads one chunk of A (row t / 2, columns (t % 2) x 4 ..)
+/// and two of B (chunks t and t + 256, row-major): the global reads of a warp are contiguous.
+/// A's chunk is stored transposed, one float at a time (rung 5's transposing warps do the
+/// same); the padding of StageBuffer::a puts the 32 stores of a warp in 32 different banks.
+/// (Rung 4 copies A float by float instead: StageCopyPlan.)
 inline constexpr int kAChunks = kTileM * kTileK / 4;
 inline constexpr int kBChunksPerThread = kTileK * kTileN / 4 / kThreads;
 static_assert(kAChunks == kThreads && kBChunksPerThread * kThreads * 4 == kTileK * kTileN,
-              "rungs 3 and 4: one chunk of A and two of B per thread");
+              "rung 3: one chunk of A and two of B per thread");
 
 /// A chunk of a tile: its row and first column within the tile.
 struct TileChunk {
@@ -224,49 +225,79 @@ __device__ inline void wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/// The chunk of `base` (rows x cols, row-major) at (row, col .. col + 3) on its way into
-/// shared `dst`. Outside the matrix it is zero-filled: src-size 0 reads nothing, and its
-/// source is then `base` itself, a valid address. Vec: rows 16-byte aligned; otherwise four
-/// 4-byte copies.
-template <bool Vec>
-__device__ inline void copy_chunk(float* dst, const float* base, int rows, int cols, int row,
-                                  int col) {
-  const float* src = base + static_cast<std::size_t>(row) * cols + col;
-  if constexpr (Vec) {
-    const unsigned bytes = row < rows ? chunk_bytes(col, cols) : 0u;
-    cp_async16_zfill(dst, bytes != 0 ? src : base, bytes);
-  } else {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const bool valid = row < rows && col + e < cols;
-      cp_async4_zfill(dst + e, valid ? src + e : base, valid);
-    }
-  }
-}
+/// Rung 4's share of thread t in every stage: 4 floats of the A tile, rows t / 8 + 32 e and
+/// column t % 8 (cp.async moves 4, 8 or 16 contiguous bytes and cannot transpose, so A goes
+/// float by float; the 32 copies of a warp read 4 rows x 8 consecutive floats, 4 sectors, and
+/// write 32 different banks of A^T), and 2 chunks of the B tile, rows t / 64 + 4 p, columns
+/// (t % 64) x 4 .. + 3. Worked out once per block: from one tile to the next only k0 moves,
+/// so a copy then costs an add and a compare. (Working every address out again per copy took
+/// rung 4 4% more instructions and cost it 5% of its speed on an H100.)
+inline constexpr int kAFloatsPerThread = kTileM * kTileK / kThreads;  // 4
+inline constexpr int kARowsApart = kThreads / kTileK;                 // 32
+inline constexpr int kBRowsApart = kThreads / (kTileN / 4);           // 4
+static_assert(kAFloatsPerThread * kARowsApart == kTileM && kBChunksPerThread * kBRowsApart == kTileK,
+              "rung 4: every float of A and every chunk of B is copied once");
 
-/// Starts this thread's copies of one stage. The A tile at (m0, k0) is copied float by float
-/// (cp.async moves 4, 8 or 16 contiguous bytes, so a transpose takes 4-byte copies): copy e
-/// of thread t is element t + 256 e of the tile in row-major order, so the 32 copies of a
-/// warp read 4 rows x 8 consecutive floats (4 sectors of 32 bytes) and write them to 32
-/// different banks of A^T. The B tile at (k0, n0): two 16-byte chunks per thread on the
-/// vector path. Outside the matrices the copies are zero-filled.
-template <bool Vec>
-__device__ inline void copy_stage(StageBuffer& stage, const float* a, const float* b, int m, int n,
-                                  int k, int m0, int n0, int k0, int t) {
-  constexpr int kAFloatsPerThread = kTileM * kTileK / kThreads;  // 4
+struct StageCopyPlan {
+  const float* a_src;      ///< A[m0 + a_row][a_col]: this thread's first float of A at k0 = 0
+  const float* b_src;      ///< B[b_row][n0 + b_col]: its first chunk of B at k0 = 0
+  std::size_t a_ld;        ///< leading dimensions (k of A, n of B), in floats
+  std::size_t b_ld;
+  unsigned a_rows_inside;  ///< bit e: row m0 + a_row + 32 e is a row of A
+  unsigned b_chunk_bytes;  ///< bytes of the chunk's 16 inside B's columns (chunk_bytes)
+  int a_row, a_col;        ///< where the floats of A land: stage.a[a_col][a_row + 32 e]
+  int b_row, b_col;        ///< where the chunks of B land: stage.b[b_row + 4 p][b_col]
+};
+
+__device__ inline StageCopyPlan plan_stage_copies(const float* a, const float* b, int m, int n,
+                                                  int k, int m0, int n0, int t) {
+  StageCopyPlan plan;
+  plan.a_row = t / kTileK;
+  plan.a_col = t % kTileK;
+  plan.b_row = t / (kTileN / 4);
+  plan.b_col = (t % (kTileN / 4)) * 4;
+  plan.a_ld = static_cast<std::size_t>(k);
+  plan.b_ld = static_cast<std::size_t>(n);
+  plan.a_src = a + (m0 + plan.a_row) * plan.a_ld + plan.a_col;
+  plan.b_src = b + plan.b_row * plan.b_ld + n0 + plan.b_col;
+  plan.a_rows_inside = 0;
 #pragma unroll
   for (int e = 0; e < kAFloatsPerThread; ++e) {
-    const int f = t + e * kThreads;                 // element f of the (kTileM, kTileK) tile
-    const int r = f / kTileK, kk = f % kTileK;      // A[m0 + r][k0 + kk]
-    const int row = m0 + r, col = k0 + kk;
-    const bool valid = row < m && col < k;
-    cp_async4_zfill(&stage.a[kk][r], valid ? a + static_cast<std::size_t>(row) * k + col : a,
-                    valid);
+    plan.a_rows_inside |= (m0 + plan.a_row + kARowsApart * e < m ? 1u : 0u) << e;
+  }
+  plan.b_chunk_bytes = chunk_bytes(n0 + plan.b_col, n);
+  return plan;
+}
+
+/// Starts this thread's copies of the stage at k0 (see StageCopyPlan). Copies outside the
+/// matrices are zero-filled: src-size 0 reads nothing, and their source is then the matrix's
+/// first element, a valid address. Vec: rows of B are 16-byte aligned, so one 16-byte copy
+/// per chunk; otherwise four 4-byte copies.
+template <bool Vec>
+__device__ inline void copy_stage(StageBuffer& stage, const StageCopyPlan& plan, const float* a,
+                                  const float* b, int k, int k0) {
+  const bool a_col_inside = k0 + plan.a_col < k;
+#pragma unroll
+  for (int e = 0; e < kAFloatsPerThread; ++e) {
+    const bool inside = a_col_inside && ((plan.a_rows_inside >> e) & 1u);
+    const float* src = plan.a_src + k0 + e * kARowsApart * plan.a_ld;
+    cp_async4_zfill(&stage.a[plan.a_col][plan.a_row + kARowsApart * e], inside ? src : a, inside);
   }
 #pragma unroll
   for (int p = 0; p < kBChunksPerThread; ++p) {
-    const TileChunk ch = b_chunk(t, p);
-    copy_chunk<Vec>(&stage.b[ch.row][ch.col], b, k, n, k0 + ch.row, n0 + ch.col);
+    const int row = plan.b_row + kBRowsApart * p;
+    const unsigned bytes = k0 + row < k ? plan.b_chunk_bytes : 0u;
+    const float* src = plan.b_src + (k0 + kBRowsApart * p) * plan.b_ld;
+    float* dst = &stage.b[row][plan.b_col];
+    if constexpr (Vec) {
+      cp_async16_zfill(dst, bytes != 0 ? src : b, bytes);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const bool inside = 4u * e < bytes;
+        cp_async4_zfill(dst + e, inside ? src + e : b, inside);
+      }
+    }
   }
 }
 

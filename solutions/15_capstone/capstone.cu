@@ -33,11 +33,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const Place place = place_of(t);
   const int tiles = (k + kTileK - 1) / kTileK;
   Accumulators acc = {};
+  const StageCopyPlan plan = plan_stage_copies(a, b, m, n, k, m0, n0, t);
   // Prologue: tiles 0 .. Stages-2 in flight, one commit group each (empty ones included, so
   // that the group count stays in step with the tile count).
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s < tiles) copy_stage<Vec>(stages[s], a, b, m, n, k, m0, n0, s * kTileK, t);
+    if (s < tiles) copy_stage<Vec>(stages[s], plan, a, b, k, s * kTileK);
     commit_group();
   }
   for (int tile = 0; tile < tiles; ++tile) {
@@ -49,7 +50,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();           // ...and everyone's; and nobody still reads the stage reused next
     const int next = tile + Stages - 1;
     if (next < tiles) {
-      copy_stage<Vec>(stages[next % Stages], a, b, m, n, k, m0, n0, next * kTileK, t);
+      copy_stage<Vec>(stages[next % Stages], plan, a, b, k, next * kTileK);
     }
     commit_group();
     // END SOLUTION

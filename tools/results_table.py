@@ -41,6 +41,11 @@ def lines_starting(text, prefix):
     return [line[len(prefix):].strip() for line in text.splitlines() if line.startswith(prefix)]
 
 
+def could_not_run(text):
+    """The program said why it cannot run here and printed no result (it exited 77)."""
+    return "cannot run here" in text and not lines_starting(text, "RESULT:")
+
+
 def import_pass(pass_dir):
     pass_dir = pathlib.Path(pass_dir)
     outputs = sorted(p for p in pass_dir.iterdir() if OUTPUT.match(p.name))
@@ -57,11 +62,15 @@ def import_pass(pass_dir):
     if gpus and int(gpus.group(1)) >= 2:
         target = RESULTS / f"{slug(name)}-x{gpus.group(1)}"
     target.mkdir(parents=True, exist_ok=True)
+    # A program that could not run on this machine (exit 77: lessons 16-17 on one GPU) has
+    # nothing to show: its output is left out.
+    outputs = [o for o in outputs if not could_not_run(o.read_text())]
     for output in outputs:
         shutil.copy(output, target / output.name)
     # Every lesson CSV (tables, sweeps, timelines) and picture the pass made.
+    ran = {output.stem[:2] for output in outputs}
     for extra in sorted(pass_dir.iterdir()):
-        if re.match(r"^\d\d_[a-z0-9_]+\.(csv|svg|png)$", extra.name):
+        if re.match(r"^\d\d_[a-z0-9_]+\.(csv|svg|png)$", extra.name) and extra.name[:2] in ran:
             shutil.copy(extra, target / extra.name)
     if (pass_dir / "summary.txt").exists():
         shutil.copy(pass_dir / "summary.txt", target / "summary.txt")

@@ -637,13 +637,13 @@ class RunAndCheckTest(FakeToolsTestCase):
         rows = {line[:2]: line.split() for line in lines[3:7]}
         self.assertEqual(rows["00"][-3:], ["yes", "ready", "—"])
         self.assertEqual(rows["01"][-3:], ["yes", "ready", "fail"])
-        self.assertEqual(rows["02"][-3:], ["no", "ready", "—"])  # needs 9.0
+        self.assertEqual(rows["02"][-4:], ["sm_90+", "no", "ready", "—"])  # needs 9.0
         self.assertEqual(rows["03"][-3:], ["yes", "planned", "—"])
         self.assertIn("needs 2 GPUs", lines[7])  # one GPU (the probe does not say more)
-        self.assertEqual(lines[7].split()[4:7], ["no", "ready", "—"])
+        self.assertEqual(lines[7].split()[4:8], ["sm_80+", "no", "ready", "—"])
         self.fake_probe("student", "Device 0: Fake GPU, compute capability 8.6\nGPUs visible: 2", 0)
         two = self.course("list").stdout.splitlines()[7].split()
-        self.assertEqual(two[4:7], ["yes", "ready", "—"])
+        self.assertEqual(two[5:8], ["yes", "ready", "—"])
 
     def test_list_without_gpu_and_without_probe(self):
         self.assertIn("  ?  ", self.course("list").stdout)

@@ -156,11 +156,11 @@ def results_page(d):
 
 
 def clashing_pictures():
-    """Picture names used in more than one GPU folder. Doxygen finds an image by its file
+    """Picture names used in more than one GPU folder (or docs/figures). Doxygen finds an image by its file
     name alone, so two folders holding the same name make the docs build fail (and would
     show one GPU's picture on the other's page). Name pictures NN_what-<gpu folder>.png."""
     seen = {}
-    for d in gpu_dirs():
+    for d in gpu_dirs() + [ROOT / "docs" / "figures"]:  # and the concept figures
         for picture in list(d.glob("*.png")) + list(d.glob("*.svg")):
             seen.setdefault(picture.name, []).append(d.name)
     return {name: dirs for name, dirs in seen.items() if len(dirs) > 1}

@@ -4,8 +4,8 @@
     tools/draw_figures.py             draw every figure into docs/figures/
     tools/draw_figures.py --out DIR   draw them into DIR instead
     tools/draw_figures.py --check     exit 1, naming each figure, when a committed figure is
-                                      stale, missing, or not drawn by this script (CI:
-                                      authoring.figures_in_sync)
+                                      stale, missing, not drawn by this script, or not shown
+                                      by its lesson's README (CI: authoring.figures_in_sync)
     tools/draw_figures.py --self-test draw from small synthetic headers in a temporary folder
                                       and check that the pictures follow their constants
 
@@ -645,6 +645,18 @@ def stale_figures(root, committed):
     return problems
 
 
+def unplaced_figures(root):
+    """Figures that their lesson's README (lessons/NN_*/README.md, NN the figure's first two
+    characters) does not show: drawn for nobody."""
+    problems = []
+    for name in FIGURES:
+        readmes = sorted(pathlib.Path(root).glob(f"lessons/{name[:2]}_*/README.md"))
+        if not any(f"docs/figures/{name}" in r.read_text(encoding="utf-8") for r in readmes):
+            problems.append(f"{name}: no lessons/{name[:2]}_*/README.md shows it: place it "
+                            f"where the lesson explains the concept")
+    return problems
+
+
 # ---- self-test --------------------------------------------------------------------------
 
 SYNTHETIC = {
@@ -760,6 +772,11 @@ def self_test():
         names = sorted(p.split(":")[0] for p in stale_figures(root, committed))
         checks.append((names, ["06_pipeline_stages.svg", "15_capstone_tiles.svg",
                                "99_unknown.svg"]))
+        # Every figure must be shown by its lesson's README.
+        readme = root / "lessons" / "06_pipeline_multi_stage" / "README.md"
+        readme.write_text("![x](../../docs/figures/06_pipeline_stages.svg)\n", encoding="utf-8")
+        checks.append(([p.split(":")[0] for p in unplaced_figures(root)],
+                       ["10_mbarrier_phases.svg", "11_swizzle_banks.svg", "15_capstone_tiles.svg"]))
         # A constant that is gone is named, not guessed.
         (root / LESSON10).write_text("struct Config { int threads = 4; };", encoding="utf-8")
         try:
@@ -786,7 +803,7 @@ def main():
         return self_test()
     try:
         if args.check:
-            problems = stale_figures(ROOT, ROOT / FIGURES_DIR)
+            problems = stale_figures(ROOT, ROOT / FIGURES_DIR) + unplaced_figures(ROOT)
             for problem in problems:
                 print(f"{FIGURES_DIR}/{problem}")
             if problems:

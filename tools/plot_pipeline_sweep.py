@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plot lesson 06's stage and granularity sweeps from the CSV its executable writes.
+"""Plot lesson 06's (and lesson 10's) stage and granularity sweeps from the CSV its executable writes.
 
     tools/plot_pipeline_sweep.py SWEEP_CSV [-o OUT.png]
     tools/plot_pipeline_sweep.py --self-test
@@ -14,9 +14,11 @@ and blocks, and the yardsticks as rows whose sweep is "reference" (the D2D cudaM
 the SM copy roof). The picture has two panels, both at one block per SM: the stage count
 (2-8, 16 KB batches) and the batch size (4-32 KB). Every point is a fraction of the SM copy
 roof timed in the same run (of the D2D copy when the CSV has no roof); horizontal lines
-mark the D2D copy and lesson 01's register-staged kernel at one block per SM (the
-baseline, recovered as of_roof / vs_baseline). The PNG goes next to the CSV (same name,
-.png) unless -o says otherwise.
+mark the D2D copy and the lesson's baseline (lesson 06: lesson 01's register-staged kernel
+at one block per SM; lesson 10: lesson 06's primitives kernel at full occupancy), recovered
+as of_roof / vs_baseline. The title names the lesson of the CSV's lesson column, and each
+line is labelled with its variants' name (the variant column up to its first comma). The
+PNG goes next to the CSV (same name, .png) unless -o says otherwise.
 
 --self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
 that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
@@ -33,6 +35,9 @@ INTERFACES = ["pipeline", "primitives"]
 MARKERS = {"pipeline": "o", "primitives": "s"}
 D2D = "D2D cudaMemcpy"
 ROOF = "SM copy roof"
+# What vs_baseline is relative to, per lesson (the driver's baseline variant).
+BASELINES = {"06": "lesson 01 coarse, 1 block per SM",
+             "10": "06-primitives, full occupancy (the baseline)"}
 
 
 def number(text):
@@ -58,7 +63,8 @@ def read_sweep(path):
         raise ValueError(f"{path}: missing columns {missing}")
     has_roof = any(row["variant"] == ROOF for row in rows if row["sweep"] == "reference")
     column = "of_roof" if has_roof else "of_reference"
-    data = {"gpu": rows[0]["gpu"], "yardstick": column,
+    data = {"gpu": rows[0]["gpu"], "lesson": rows[0]["lesson"][:2], "labels": {},
+            "yardstick": column,
             "yardstick_name": ROOF if has_roof else D2D, "lines": {}, "stages": {},
             "granularity": {}, "granularity_stages": None}
     baseline = None
@@ -73,6 +79,7 @@ def read_sweep(path):
         vs_baseline = number(row["vs_baseline"])
         if baseline is None and vs_baseline:
             baseline = value / vs_baseline
+        data["labels"].setdefault(row["interface"], row["variant"].split(",")[0])
         if row["sweep"] == "stages":
             data["stages"].setdefault(row["interface"], []).append(
                 (int(row["stages"]), value, row["check"]))
@@ -105,7 +112,7 @@ def plot(data, out_path):
     styles = {
         ROOF: ("black", "--", "SM copy roof"),
         D2D: ("tab:blue", "-.", "D2D cudaMemcpy"),
-        "baseline": ("gray", ":", "lesson 01 coarse, 1 block per SM"),
+        "baseline": ("gray", ":", BASELINES.get(data["lesson"], "the baseline")),
     }
     for axis, sweep, xlabel, title in panels:
         for interface in INTERFACES:
@@ -114,11 +121,12 @@ def plot(data, out_path):
                 continue
             xs = [p[0] for p in points]
             ys = [p[1] for p in points]
-            axis.plot(xs, ys, marker=MARKERS[interface], label=interface)
+            label = data["labels"].get(interface, interface)
+            axis.plot(xs, ys, marker=MARKERS[interface], label=label)
             failed = [(p[0], p[1]) for p in points if p[2] != "PASS"]
             if failed:
                 axis.scatter(*zip(*failed), marker="x", color="red", s=80, zorder=3,
-                             label=f"{interface}: check FAILED")
+                             label=f"{label}: check FAILED")
         for name, (color, style, label) in styles.items():
             if name in data["lines"]:
                 axis.axhline(data["lines"][name], color=color, linestyle=style, linewidth=1.2,
@@ -134,7 +142,7 @@ def plot(data, out_path):
     left.set_ylabel(f"x {data['yardstick_name']} (same run)")
     left.set_ylim(bottom=0)
     right.legend(loc="lower right", fontsize=8)
-    fig.suptitle(f"Lesson 06 on {data['gpu']}: one block per SM, every point checked")
+    fig.suptitle(f"Lesson {data['lesson']} on {data['gpu']}: one block per SM, every point checked")
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
     plt.close(fig)
@@ -189,6 +197,8 @@ def self_test():
         expected_stages = [(s, round(0.1 * s, 4), "PASS") for s in range(2, 9)]
         checks = [
             (data["gpu"], "Test GPU"),
+            (data["lesson"], "06"),
+            (data["labels"], {"pipeline": "pipeline", "primitives": "primitives"}),
             (data["yardstick"], "of_roof"),
             (data["lines"], {D2D: 1.25, ROOF: 1.0, "baseline": 0.5}),
             (data["stages"]["primitives"], expected_stages),

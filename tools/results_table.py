@@ -5,12 +5,21 @@
     tools/results_table.py                     regenerate README.md's results table, each
                                                lesson README's output excerpt (between
                                                <!-- output:begin --> and <!-- output:end -->)
+                                               and measured pictures (between
+                                               <!-- figures:begin --> and <!-- figures:end -->)
                                                and docs/results/<gpu>/results.md
-    tools/results_table.py --check             exit 1 if either is out of date (CI)
+    tools/results_table.py --check             exit 1 if any is out of date (CI)
 
 A GPU pass (tools/gpu_pass.sh) leaves, per lesson, NN_slug.txt (the executable's whole
 output) and NN_slug.csv, plus summary.txt. Nothing here is typed by hand: the README's
 table is made from those files, so it can only show what was measured.
+
+A lesson's excerpt and pictures come from one GPU folder: the first (in name order) that
+holds the lesson's output, so one named GPU for lessons 00-15 and the two-GPU folder for
+16-17. The pictures are the folder's NN_*.png and NN_*.svg (made there by tools/plot_*.py,
+named NN_what-<gpu folder>), linked, never copied. --check also fails when a lesson has
+pictures but its README no figures block, and when a README links a picture of
+docs/results/ outside that block (by hand, so nothing keeps it in step).
 """
 import argparse
 import difflib
@@ -26,6 +35,33 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 OUT_BEGIN, OUT_END = "<!-- output:begin -->", "<!-- output:end -->"
 EXCERPT_LINES = 30
 OUTPUT = re.compile(r"^\d\d_[a-z0-9_]+\.txt$")
+# Each lesson README that has measured pictures shows them between these.
+FIG_BEGIN, FIG_END = "<!-- figures:begin -->", "<!-- figures:end -->"
+# What each picture shows, by its name without the GPU folder (a picture not listed here is
+# captioned with its name).
+CAPTIONS = {
+    "06_pipeline_multi_stage_sweep": "stage and granularity sweeps of both interfaces, one "
+                                     "block per SM, as a fraction of the SM copy roof",
+    "07_producer_consumer_sweep": "producer and consumer warps at one block per SM, as a "
+                                  "fraction of the SM copy roof",
+    "08_warp_entanglement_sweep": "over-waiting and the cost of one wait, each variant beside "
+                                  "its control",
+    "09_l1_traffic": "L1 traffic of the cp.async forms: which go through L1 and which bypass it",
+    "10_tma_bulk_copy_sweep": "stage and granularity sweeps of the TMA pipeline and lesson "
+                              "06's primitives, one block per SM",
+    "11_swizzle_conflicts": "shared-memory bank conflicts and transpose speed for each swizzle",
+    "12_pinned_memory_sweep": "pageable and pinned copies against the copy size, and the "
+                              "small-copy models",
+    "13_streams_and_sync": "measured overlap of two streams, and what breaks it",
+    "14_overlap_timeline": "timeline of async V1 and V2, measured and modelled",
+    "14_overlap_transfers_sweep": "async V1 and V2 against the chunk count, with the model",
+    "15_capstone_ladder": "TFLOP/s of every rung of the SGEMM ladder and cuBLAS against the size",
+    "15_capstone_timeline": "timeline of the streamed GEMM, measured and modelled",
+    "16_peer_sweep": "peer copies between the two GPUs against the copy size",
+    "17_overlap_timeline": "timeline of the tensor-parallel layer with its collective chunked",
+}
+# A picture of docs/results linked from a README (Markdown image syntax).
+RESULTS_PICTURE = re.compile(r"!\[[^\]]*\]\([^)]*docs/results/[^)]*\)")
 
 
 def gpu_name(text):
@@ -120,11 +156,11 @@ def results_page(d):
 
 
 def clashing_pictures():
-    """Picture names used in more than one GPU folder. Doxygen finds an image by its file
+    """Picture names used in more than one GPU folder (or docs/figures). Doxygen finds an image by its file
     name alone, so two folders holding the same name make the docs build fail (and would
     show one GPU's picture on the other's page). Name pictures NN_what-<gpu folder>.png."""
     seen = {}
-    for d in gpu_dirs():
+    for d in gpu_dirs() + [ROOT / "docs" / "figures"]:  # and the concept figures
         for picture in list(d.glob("*.png")) + list(d.glob("*.svg")):
             seen.setdefault(picture.name, []).append(d.name)
     return {name: dirs for name, dirs in seen.items() if len(dirs) > 1}
@@ -142,20 +178,89 @@ def output_excerpt(text):
     return kept
 
 
+def lesson_folder(name):
+    """The GPU folder a lesson README shows: the first that has the lesson's output."""
+    for d in gpu_dirs():
+        if (d / f"{name}.txt").exists():
+            return d
+    return None
+
+
 def readme_excerpt(lesson_dir):
     """The generated block of a lesson README: what its solution printed on the first GPU
     folder that has its output."""
     name = lesson_dir.name
-    for d in gpu_dirs():
-        output = d / f"{name}.txt"
-        if output.exists():
-            text = output.read_text()
-            return "\n".join([
-                f"What the solution printed on an {gpu_name(text)} (`./course run {name[:2]} "
-                f"--solution`; the whole output, and the other GPUs, are in "
-                f"`docs/results/{d.name}/results.md`):",
-                "", "```text", *output_excerpt(text), "```"])
-    return "(No GPU pass has measured this lesson yet.)"
+    d = lesson_folder(name)
+    if d is None:
+        return "(No GPU pass has measured this lesson yet.)"
+    text = (d / f"{name}.txt").read_text()
+    return "\n".join([
+        f"What the solution printed on an {gpu_name(text)} (`./course run {name[:2]} "
+        f"--solution`; the whole output, and the other GPUs, are in "
+        f"`docs/results/{d.name}/results.md`):",
+        "", "```text", *output_excerpt(text), "```"])
+
+
+def lesson_pictures(d, number):
+    """A GPU folder's pictures of lesson `number` ("06"), in name order."""
+    return sorted(list(d.glob(f"{number}_*.png")) + list(d.glob(f"{number}_*.svg")))
+
+
+def folder_gpus(d, text):
+    """The GPUs a folder's pass ran on, in words: "NVIDIA H200", "2 x NVIDIA H100 80GB HBM3"."""
+    name = gpu_name(text) or d.name
+    count = re.search(r"-x(\d+)$", d.name)
+    return f"{count.group(1)} x {name}" if count else name
+
+
+def caption(picture, d):
+    """What a picture shows: CAPTIONS by its name without the GPU folder, else that name."""
+    stem = picture.stem.removesuffix(f"-{d.name}")
+    return CAPTIONS.get(stem, stem.replace("_", " "))
+
+
+def readme_figures(lesson_dir):
+    """The figures block of a lesson README: a link to each picture of the lesson in the GPU
+    folder its excerpt comes from, captioned with what it shows and the GPU."""
+    name = lesson_dir.name
+    d = lesson_folder(name)
+    pictures = lesson_pictures(d, name[:2]) if d else []
+    if not pictures:
+        return "(No measured picture of this lesson yet.)"
+    gpus = folder_gpus(d, (d / f"{name}.txt").read_text())
+    lines = [f"Measured on {gpus} (`docs/results/{d.name}/`, drawn by `tools/plot_*.py` "
+             f"from that pass's CSVs):"]
+    for picture in pictures:
+        text = caption(picture, d)
+        lines += ["", f"![{text[0].upper()}{text[1:]} ({gpus})]"
+                      f"(../../docs/results/{d.name}/{picture.name})"]
+    return "\n".join(lines)
+
+
+def replace_block(text, begin, end, body):
+    """`text` with what lies between `begin` and `end` replaced by `body`."""
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
+def readme_problems():
+    """What --check reports about lesson READMEs beyond stale text: a lesson with measured
+    pictures and no figures block, and a picture of docs/results linked by hand."""
+    problems = []
+    for readme_path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*/README.md")):
+        readme = readme_path.read_text()
+        where = readme_path.relative_to(ROOT)
+        has_block = FIG_BEGIN in readme and FIG_END in readme
+        d = lesson_folder(readme_path.parent.name)
+        if d and lesson_pictures(d, readme_path.parent.name[:2]) and not has_block:
+            problems.append(f"{where}: docs/results/{d.name} has pictures of this lesson, but "
+                            f"the README has no {FIG_BEGIN} ... {FIG_END} block to show them")
+        outside = replace_block(readme, FIG_BEGIN, FIG_END, "") if has_block else readme
+        for link in RESULTS_PICTURE.findall(outside):
+            problems.append(f"{where}: {link} links a measured picture by hand: put it in the "
+                            f"figures block, which tools/results_table.py keeps in step")
+    return problems
 
 
 def expected_files():
@@ -163,11 +268,13 @@ def expected_files():
     files = {}
     for readme_path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*/README.md")):
         readme = readme_path.read_text()
-        if OUT_BEGIN in readme and OUT_END in readme:
-            head, rest = readme.split(OUT_BEGIN, 1)
-            _, tail = rest.split(OUT_END, 1)
-            files[readme_path] = (f"{head}{OUT_BEGIN}\n{readme_excerpt(readme_path.parent)}\n"
-                                  f"{OUT_END}{tail}")
+        text = readme
+        if OUT_BEGIN in text and OUT_END in text:
+            text = replace_block(text, OUT_BEGIN, OUT_END, readme_excerpt(readme_path.parent))
+        if FIG_BEGIN in text and FIG_END in text:
+            text = replace_block(text, FIG_BEGIN, FIG_END, readme_figures(readme_path.parent))
+        if text != readme:
+            files[readme_path] = text
     readme = (ROOT / "README.md").read_text()
     if BEGIN in readme and END in readme:
         head, rest = readme.split(BEGIN, 1)
@@ -192,6 +299,9 @@ def main():
               file=sys.stderr)
     if clashes:
         sys.exit(1)
+    problems = readme_problems()
+    for problem in problems:
+        print(problem, file=sys.stderr)
     stale = 0
     for path, text in expected_files().items():
         current = path.read_text() if path.exists() else ""
@@ -208,7 +318,7 @@ def main():
     if args.check and stale:
         print(f"{stale} results file(s) out of date: run tools/results_table.py")
         return 1
-    return 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

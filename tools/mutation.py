@@ -230,11 +230,14 @@ _OBJECT = "@MUTANT_OBJECT@"
 _OUTPUT = "@MUTANT_OUTPUT@"
 
 
-def grade_tests(test_program: Path, mutant_object: Path, timeout: float) -> Outcome:
-    """Runs every test of the lesson against the mutant, like the student's check."""
+def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float) -> Outcome:
+    """Runs every test of the lesson against the mutant, like the student's check (with
+    `mutant_object` None: the program as built, the solution itself)."""
     # The PTX and SASS tests read the kernels' object file: point them at the mutant's, or
     # they would check the solution's instructions instead (tests/support: kernels_object_path).
-    env = dict(os.environ, COURSE_KERNELS_OBJECT=str(mutant_object))
+    env = dict(os.environ)
+    if mutant_object is not None:
+        env["COURSE_KERNELS_OBJECT"] = str(mutant_object)
     status, output = run_bounded([str(test_program), "--gtest_brief=1"], timeout, env=env)
     if status is None:
         return Outcome("caught", "tests", f"they time out after {timeout:.0f} s: a hang", output)

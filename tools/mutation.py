@@ -165,6 +165,7 @@ class Outcome:
     step: str
     detail: str = ""
     log: str = ""
+    failed: tuple[str, ...] = ()  # the tests that failed
 
 
 class MutantBuild:
@@ -230,18 +231,25 @@ _OBJECT = "@MUTANT_OBJECT@"
 _OUTPUT = "@MUTANT_OUTPUT@"
 
 
-def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float) -> Outcome:
+def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float,
+                only: tuple[str, ...] = ()) -> Outcome:
     """Runs every test of the lesson against the mutant, like the student's check (with
-    `mutant_object` None: the program as built, the solution itself)."""
+    `mutant_object` None: the program as built, the solution itself; with `only`, just those
+    tests)."""
     # The PTX and SASS tests read the kernels' object file: point them at the mutant's, or
     # they would check the solution's instructions instead (tests/support: kernels_object_path).
     env = dict(os.environ)
     if mutant_object is not None:
         env["COURSE_KERNELS_OBJECT"] = str(mutant_object)
-    status, output = run_bounded([str(test_program), "--gtest_brief=1"], timeout, env=env)
+    command = [str(test_program), "--gtest_brief=1"]
+    if only:
+        command.append("--gtest_filter=" + ":".join(only))
+    status, output = run_bounded(command, timeout, env=env)
     if status is None:
-        return Outcome("caught", "tests", f"they time out after {timeout:.0f} s: a hang", output)
-    failed = re.findall(r"^\[  FAILED  \] (\S+)", output, re.M)
+        return Outcome("caught", "tests", f"they time out after {timeout:.0f} s: a hang", output,
+                       only)
+    failed = sorted({name.rstrip(",") for name in
+                     re.findall(r"^\[  FAILED  \] (\S+)", output, re.M)})
     # A run that passed while some tests skipped for want of a GPU judged nothing on the GPU
     # (with --gtest_brief=1 GoogleTest prints "[  SKIPPED ] 12 tests." and no list).
     no_gpu = "no usable GPU" in output
@@ -249,8 +257,8 @@ def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float) 
                           re.search(r"^\[  SKIPPED \] [1-9]\d* tests?", output, re.M)):
         return Outcome("skipped", "tests", "no GPU to run the tests on", output)
     if status != 0:
-        names = ", ".join(sorted(set(failed))[:6]) or f"exit status {status}"
-        return Outcome("caught", "tests", names, output)
+        names = ", ".join(failed[:6]) or f"exit status {status}"
+        return Outcome("caught", "tests", names, output, tuple(failed))
     return Outcome("passed", "tests", "", output)
 
 

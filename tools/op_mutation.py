@@ -6,7 +6,7 @@
     tools/op_mutation.py show ID
     tools/op_mutation.py run    --results FILE.jsonl [--lessons 00-15] [--shard I/N]
                                 [--preset quick | --build-dir DIR] [--jobs N] [--gpu-jobs 6]
-                                [--time-limit 540] [--no-build]
+                                [--time-limit 500] [--no-build]
     tools/op_mutation.py report --results FILE.jsonl... [--out DIR] [--gpu NAME]
     tools/op_mutation.py check-equivalents [--results-dir docs/results]
 
@@ -1236,6 +1236,16 @@ def input_hash(m: Mutant) -> str:
     return h.hexdigest()[:16]
 
 
+def lesson_hash(lesson: str, solution_text: str) -> str:
+    """What the solution's own verdict (the baseline) depends on."""
+    h = hashlib.sha256(solution_text.encode())
+    for path in sorted((ROOT / "tests").glob(f"{lesson}_test*.cu")) + \
+            sorted(p for p in (ROOT / "lessons" / lesson).iterdir() if p.is_file()):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def read_results(paths: list[Path]) -> list[dict]:
     out = []
     for path in paths:
@@ -1271,11 +1281,58 @@ class LessonRun:
     build: mutation.MutantBuild
     test_target: str
     exe_target: str
+    digest: str = ""               # what the solution's own verdict depends on
+    alone: bool = False            # a caught verdict of its tests is confirmed with the GPU alone
     test_timeout: float = 300.0
     sanitize_timeout: float = 300.0
     ready: threading.Event = field(default_factory=threading.Event)
     usable: bool = True
     why: str = ""
+
+
+class GpuSlots:
+    """At most `size` programs on the GPU at once. `exclusive()` waits until it has the GPU
+    to itself (a timing test is only believed when nothing else runs). Exclusive holds wait
+    for a natural gap, until `size` of them are waiting: then no shared slot is handed out
+    until they have run, one after the other (one drain of the GPU serves a batch of them)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.used = 0
+        self.waiting_exclusive = 0
+        self.cond = threading.Condition()
+
+    def acquire(self, n: int = 1) -> None:
+        with self.cond:
+            if n == self.size:
+                self.waiting_exclusive += 1
+                self.cond.wait_for(lambda: self.used == 0)
+                self.waiting_exclusive -= 1
+            else:
+                self.cond.wait_for(lambda: self.used + n <= self.size and
+                                   self.waiting_exclusive < self.size)
+            self.used += n
+
+    def release(self, n: int = 1) -> None:
+        with self.cond:
+            self.used -= n
+            self.cond.notify_all()
+
+    class _Hold:
+        def __init__(self, slots, n):
+            self.slots, self.n = slots, n
+
+        def __enter__(self):
+            self.slots.acquire(self.n)
+
+        def __exit__(self, *exc):
+            self.slots.release(self.n)
+
+    def shared(self):
+        return self._Hold(self, 1)
+
+    def exclusive(self):
+        return self._Hold(self, self.size)
 
 
 def gpu_description(build_dir: Path) -> str:
@@ -1325,7 +1382,7 @@ class Runner:
         self.start = time.monotonic()
         self.deadline = self.start + args.time_limit
         self.cpu = threading.BoundedSemaphore(args.jobs)
-        self.gpu = threading.BoundedSemaphore(args.gpu_jobs)
+        self.gpu = GpuSlots(args.gpu_jobs)
         self.lock = threading.Lock()
         self.counts: dict[str, int] = {}
         self.sanitizer = args.sanitizer or cache_value(self.build_dir, "COURSE_COMPUTE_SANITIZER") \
@@ -1334,6 +1391,8 @@ class Runner:
             shutil.which("cuobjdump") or ""
         self.gpu_name = ""
         self.commit = commit()
+        self.alone = set(select_lessons(args.confirm_alone, ready_lessons())) \
+            if args.confirm_alone else set()
 
     def say(self, text: str) -> None:
         with self.lock:
@@ -1344,8 +1403,7 @@ class Runner:
 
     # ---- setup
 
-    def prepare(self) -> dict[str, LessonRun]:
-        lessons = sorted({m.lesson for m in self.mutants})
+    def prepare(self, lessons: list[str]) -> dict[str, LessonRun]:
         if not (self.build_dir / "build.ninja").exists():
             if self.args.build_dir:
                 raise SystemExit(f"op_mutation.py: {self.build_dir} is not a configured build "
@@ -1374,36 +1432,51 @@ class Runner:
             build = mutation.MutantBuild(self.build_dir, solution,
                                          kernels_source(self.build_dir, name, solution),
                                          (test_target, exe_target))
-            runs[name] = LessonRun(name, build, test_target, exe_target)
+            digest = lesson_hash(name, solution.read_text(encoding="utf-8"))
+            runs[name] = LessonRun(name, build, test_target, exe_target, digest,
+                                   alone=name in self.alone)
         return runs
 
-    def baseline(self, run: LessonRun) -> None:
+    def baseline(self, run: LessonRun, known: dict | None) -> None:
         """The solution itself, graded like a mutant: it must pass (else every mutant of the
-        lesson would look caught), and its times set the lesson's timeouts."""
+        lesson would look caught), and its times set the lesson's timeouts. A baseline of
+        the same inputs on the same GPU in the results file is reused."""
         try:
-            with self.gpu:
-                t0 = time.monotonic()
-                tests = mutation.grade_tests(self.build_dir / "bin" / run.test_target,
-                                             None, self.args.max_timeout)
-                t_tests = time.monotonic() - t0
-                if tests.verdict == "skipped":
-                    run.usable, run.why = False, "skipped: no GPU"
-                    return
-                if tests.verdict != "passed":
-                    run.usable = False
-                    run.why = f"the solution itself fails its tests ({tests.detail})"
-                    return
-                t1 = time.monotonic()
-                if self.sanitizer:
-                    sanitized = mutation.grade_sanitizers(self.build_dir / "bin" / run.exe_target,
-                                                          self.sanitizer, self.cuobjdump,
-                                                          self.args.max_timeout)
-                    if sanitized.verdict != "passed":
-                        run.usable = False
-                        run.why = (f"the solution itself is not clean under {sanitized.step} "
-                                   f"({sanitized.detail})")
+            if known:
+                t_tests, t_sanitize = known["test_seconds"], known["sanitize_seconds"]
+                self.say(f"{run.name}: the solution passed before (results file)")
+            else:
+                hold = self.gpu.exclusive() if run.alone else self.gpu.shared()
+                with hold:
+                    t0 = time.monotonic()
+                    tests = mutation.grade_tests(self.build_dir / "bin" / run.test_target,
+                                                 None, self.args.max_timeout)
+                    t_tests = time.monotonic() - t0
+                    if tests.verdict == "skipped":
+                        run.usable, run.why = False, "skipped: no GPU"
                         return
-                t_sanitize = (time.monotonic() - t1) / len(mutation.SANITIZER_TOOLS)
+                    if tests.verdict != "passed":
+                        run.usable = False
+                        run.why = f"the solution itself fails its tests ({tests.detail})"
+                        self.say(f"{run.name}: {run.why}: its mutants are not graded")
+                        return
+                    t1 = time.monotonic()
+                    if self.sanitizer:
+                        sanitized = mutation.grade_sanitizers(
+                            self.build_dir / "bin" / run.exe_target, self.sanitizer,
+                            self.cuobjdump, self.args.max_timeout)
+                        if sanitized.verdict != "passed":
+                            run.usable = False
+                            run.why = (f"the solution itself is not clean under "
+                                       f"{sanitized.step} ({sanitized.detail})")
+                            self.say(f"{run.name}: {run.why}: its mutants are not graded")
+                            return
+                    t_sanitize = (time.monotonic() - t1) / len(mutation.SANITIZER_TOOLS)
+                if self.sanitizer:
+                    self.results.append({"kind": "baseline", "lesson": run.name,
+                                         "hash": run.digest, "gpu": self.gpu_name,
+                                         "test_seconds": round(t_tests, 1),
+                                         "sanitize_seconds": round(t_sanitize, 1)})
             f = self.args.timeout_factor
             run.test_timeout = min(self.args.max_timeout, max(self.args.min_timeout, f * t_tests))
             run.sanitize_timeout = min(self.args.max_timeout,
@@ -1417,20 +1490,19 @@ class Runner:
     # ---- one mutant
 
     def grade(self, m: Mutant, run: LessonRun, digest: str) -> dict | None:
+        """The mutant's verdict, or None when this call's time limit left no time for it."""
         record = dict(m.record(), hash=digest, gpu=self.gpu_name, commit=self.commit)
         work = self.work / m.lesson / re.sub(r"[^\w.+-]+", "_", m.id)[-120:]
-        if self.remaining() < 30:
-            return None
         timings = {}
         try:
             with self.cpu:
-                if self.remaining() < 30:
+                if self.remaining() < 60:
                     return None
                 t = time.monotonic()
                 compiled, log, obj = run.build.compile(m.text, work)
                 timings["compile"] = round(time.monotonic() - t, 1)
                 if not compiled:
-                    first = next((l for l in log.splitlines() if "error" in l), "")
+                    first = next((l for l in log.splitlines() if "error" in l), log[-200:])
                     return dict(record, verdict="caught", step="compile",
                                 detail=compact(first)[:200], seconds=timings)
                 t = time.monotonic()
@@ -1446,33 +1518,43 @@ class Runner:
                             seconds=timings)
             # Without a GPU the tests still run: a failing CPU test (a PTX or SASS check)
             # catches a mutant anywhere; the rest is "skipped: no GPU".
-            with self.gpu:
-                budget = self.remaining()
-                if budget < min(run.test_timeout, 60):
+            with self.gpu.shared():
+                if self.remaining() < min(run.test_timeout, 60):
                     return None
                 t = time.monotonic()
                 tests = mutation.grade_tests(programs[run.test_target], obj,
-                                             min(run.test_timeout, budget))
+                                             min(run.test_timeout, self.remaining()))
                 timings["tests"] = round(time.monotonic() - t, 1)
-                if tests.verdict == "caught" and "time out" in tests.detail and \
-                        self.remaining() <= 0:
-                    return None  # cut by this call's time limit, not by its own hang
-                if tests.verdict in ("caught", "skipped"):
-                    return dict(record, verdict=tests.verdict, step="tests",
-                                detail=tests.detail[:300], seconds=timings)
-                if not self.sanitizer:
-                    return dict(record, verdict="error", step="sanitizers",
-                                detail="no compute-sanitizer to run", seconds=timings)
+            if tests.verdict == "caught" and run.alone:
+                # A test of overlap or bandwidth may fail only because other mutants share
+                # the GPU: the failing tests again, with the GPU to itself.
+                with self.gpu.exclusive():
+                    if self.remaining() < min(run.test_timeout, 60):
+                        return None
+                    t = time.monotonic()
+                    tests = mutation.grade_tests(programs[run.test_target], obj,
+                                                 min(run.test_timeout, self.remaining()),
+                                                 tests.failed)
+                    timings["tests alone"] = round(time.monotonic() - t, 1)
+            if tests.verdict == "caught" and "time out" in tests.detail and self.remaining() <= 1:
+                return None  # cut by this call's time limit, not by its own hang
+            if tests.verdict in ("caught", "skipped"):
+                return dict(record, verdict=tests.verdict, step="tests",
+                            detail=tests.detail[:300], seconds=timings)
+            if not self.sanitizer:
+                return dict(record, verdict="error", step="sanitizers",
+                            detail="no compute-sanitizer to run", seconds=timings)
+            with self.gpu.shared():
                 t = time.monotonic()
                 for tool in mutation.SANITIZER_TOOLS:
-                    budget = self.remaining()
-                    if budget < min(run.sanitize_timeout, 60):
+                    if self.remaining() < min(run.sanitize_timeout, 60):
                         return None
                     checked = mutation.grade_sanitizers(programs[run.exe_target], self.sanitizer,
                                                         self.cuobjdump,
-                                                        min(run.sanitize_timeout, budget), (tool,))
+                                                        min(run.sanitize_timeout, self.remaining()),
+                                                        (tool,))
                     if checked.verdict == "caught" and "time" in checked.detail and \
-                            self.remaining() <= 0:
+                            self.remaining() <= 1:
                         return None
                     if checked.verdict != "passed":
                         timings["sanitizers"] = round(time.monotonic() - t, 1)
@@ -1493,10 +1575,11 @@ class Runner:
                           detail=f"{type(error).__name__}: {error}"[:300])
         if record is None:
             with self.lock:
-                self.counts["not started (time limit)"] = \
-                    self.counts.get("not started (time limit)", 0) + 1
+                self.counts["left for the next call"] = \
+                    self.counts.get("left for the next call", 0) + 1
             return
-        record["time"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        record["time"] = datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
         self.results.append(record)
         with self.lock:
             self.counts[record["verdict"]] = self.counts.get(record["verdict"], 0) + 1
@@ -1504,10 +1587,9 @@ class Runner:
         self.say(f"{record['verdict'].upper():8s} {m.id}  [{where}]")
 
     def main(self) -> int:
-        done = {}
-        for r in read_results([self.results.path]):
-            if r.get("verdict") in ("caught", "survived"):
-                done[r["id"]] = r.get("hash")
+        previous = read_results([self.results.path])
+        done = {r["id"]: r.get("hash") for r in previous
+                if r.get("id") and r.get("verdict") in ("caught", "survived")}
         digests = {m.id: input_hash(m) for m in self.mutants}
         todo = [m for m in self.mutants if done.get(m.id) != digests[m.id]]
         self.say(f"{len(self.mutants)} mutants selected, {len(self.mutants) - len(todo)} already "
@@ -1515,29 +1597,41 @@ class Runner:
                  f"--gpu-jobs {self.args.gpu_jobs}, time limit {self.args.time_limit:.0f} s")
         if not todo:
             return 0
-        self.mutants = todo
-        runs = self.prepare()
-        # The slowest lessons first, so that their mutants are not the ones a time limit cuts.
-        order = sorted(todo, key=lambda m: (-len([x for x in todo if x.lesson == m.lesson]), m.id))
-        workers = self.args.jobs + self.args.gpu_jobs
-        with ThreadPoolExecutor(max_workers=workers + len(runs)) as pool:
+        lessons = sorted({m.lesson for m in todo})
+        runs = self.prepare(lessons)
+        baselines = {}
+        for r in previous:
+            if r.get("kind") == "baseline" and r.get("gpu") == self.gpu_name and self.gpu_name:
+                baselines[(r["lesson"], r["hash"])] = r
+        # Round robin over the lessons, the one with the most mutants first: the GPU runs a
+        # mix of lessons at any time, and a time limit cuts every lesson a little.
+        queues = {name: [m for m in todo if m.lesson == name] for name in lessons}
+        order = []
+        while any(queues.values()):
+            for name in sorted(queues, key=lambda n: -len(queues[n])):
+                if queues[name]:
+                    order.append(queues[name].pop(0))
+        # One thread per mutant: the semaphores, not the pool, limit what runs at once (a
+        # thread waiting for the GPU to itself must not keep others from compiling).
+        with ThreadPoolExecutor(max_workers=len(order) + len(runs)) as pool:
             for run in runs.values():
-                pool.submit(self.baseline, run)
+                pool.submit(self.baseline, run, baselines.get((run.name, run.digest)))
             futures = [pool.submit(self.one, m, runs[m.lesson], digests[m.id]) for m in order]
             for f in futures:
                 f.result()
         summary = ", ".join(f"{v} {k}" for k, v in sorted(self.counts.items()))
         self.say(f"done: {summary or 'nothing graded'}; results in {self.results.path}")
-        left = self.counts.get("not started (time limit)", 0)
+        left = self.counts.get("left for the next call", 0)
         if left:
-            self.say(f"{left} mutants left for the next call (the same command carries on)")
+            self.say(f"{left} mutants left for the next call: run the same command again")
         return 3 if left else 0
 
 
 # ============================================================================ report
 
 
-def load_equivalents(path: Path = EQUIVALENTS) -> list[dict]:
+def load_equivalents(path: Path | None = None) -> list[dict]:
+    path = EQUIVALENTS if path is None else path
     if not path.exists():
         return []
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -1752,14 +1846,18 @@ def main(argv: list[str]) -> int:
                    help="compilations and links at once (default: the CPU count)")
     p.add_argument("--gpu-jobs", type=int, default=6,
                    help="mutants graded on the GPU at once (default 6)")
-    p.add_argument("--time-limit", type=float, default=540,
-                   help="stop starting mutants after this many seconds (default 540)")
+    p.add_argument("--time-limit", type=float, default=500,
+                   help="leave what is not graded after this many seconds to the next call "
+                   "(default 500: a call ends within about 9 minutes)")
     p.add_argument("--timeout-factor", type=float, default=4.0,
                    help="a step's timeout: this many times the solution's time (default 4)")
     p.add_argument("--min-timeout", type=float, default=45)
     p.add_argument("--max-timeout", type=float, default=300)
     p.add_argument("--sanitizer", default="")
     p.add_argument("--cuobjdump", default="")
+    p.add_argument("--confirm-alone", default="12-15",
+                   help="lessons whose tests measure time (overlap, bandwidth): a mutant their "
+                   "tests catch is confirmed with the GPU to itself (default 12-15; '' for none)")
     p.add_argument("--no-build", action="store_true", help="the build tree is already built")
     p.add_argument("--keep", action="store_true", help="keep each mutant's work folder")
     p = sub.add_parser("report", help="write docs/results/<gpu>/operator_mutation.{md,csv}")

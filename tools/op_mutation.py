@@ -1586,6 +1586,41 @@ class Runner:
         where = record["step"] + (f": {record['detail'][:90]}" if record.get("detail") else "")
         self.say(f"{record['verdict'].upper():8s} {m.id}  [{where}]")
 
+    def compile_only(self, todo: list[Mutant], digests: dict[str, str]) -> int:
+        """Only compiles the mutants (any machine with the toolkit; the build tree needs to be
+        configured, not built): a compile error is a verdict anywhere, and a mutant that
+        does not compile is worth a look (a student could not hand it in)."""
+        if not (self.build_dir / "compile_commands.json").exists():
+            raise SystemExit(f"op_mutation.py: configure {self.build_dir} first")
+        builds = {}
+        for name in sorted({m.lesson for m in todo}):
+            solution = ROOT / "solutions" / name / f"{name.split('_', 1)[1]}.cu"
+            builds[name] = mutation.MutantBuild(self.build_dir, solution,
+                                                kernels_source(self.build_dir, name, solution), ())
+
+        def one(m: Mutant) -> None:
+            work = self.work / m.lesson / re.sub(r"[^\w.+-]+", "_", m.id)[-120:]
+            with self.cpu:
+                if self.remaining() < 0:
+                    return
+                t = time.monotonic()
+                compiled, log, _ = builds[m.lesson].compile(m.text, work)
+                seconds = {"compile": round(time.monotonic() - t, 1)}
+            shutil.rmtree(work, ignore_errors=True)
+            if compiled:
+                record = dict(m.record(), hash=digests[m.id], verdict="compiled", step="compile",
+                              detail="", seconds=seconds)
+            else:
+                first = next((l for l in log.splitlines() if "error" in l), log[-200:])
+                record = dict(m.record(), hash=digests[m.id], verdict="caught", step="compile",
+                              detail=compact(first)[:200], seconds=seconds, commit=self.commit)
+            self.results.append(record)
+            self.say(f"{record['verdict'].upper():8s} {m.id}  {record['detail'][:100]}")
+
+        with ThreadPoolExecutor(max_workers=self.args.jobs) as pool:
+            list(pool.map(one, todo))
+        return 0
+
     def main(self) -> int:
         previous = read_results([self.results.path])
         done = {r["id"]: r.get("hash") for r in previous
@@ -1598,6 +1633,8 @@ class Runner:
         if not todo:
             return 0
         lessons = sorted({m.lesson for m in todo})
+        if self.args.compile_only:
+            return self.compile_only(todo, digests)
         runs = self.prepare(lessons)
         baselines = {}
         for r in previous:
@@ -1859,6 +1896,8 @@ def main(argv: list[str]) -> int:
                    help="lessons whose tests measure time (overlap, bandwidth): a mutant their "
                    "tests catch is confirmed with the GPU to itself (default 12-15; '' for none)")
     p.add_argument("--no-build", action="store_true", help="the build tree is already built")
+    p.add_argument("--compile-only", action="store_true",
+                   help="only compile each mutant (no GPU needed; a configured tree is enough)")
     p.add_argument("--keep", action="store_true", help="keep each mutant's work folder")
     p = sub.add_parser("report", help="write docs/results/<gpu>/operator_mutation.{md,csv}")
     p.add_argument("--results", nargs="+", required=True)

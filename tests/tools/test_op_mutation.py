@@ -328,6 +328,99 @@ class Slots(unittest.TestCase):
         self.assertTrue(all(used <= 3 for kind, used in log if kind == "shared"))
 
 
+class RunnerFlow(unittest.TestCase):
+    """The runner end to end with the compiler, the linker, the tests and the sanitizers
+    replaced by fakes: verdicts, the step that caught, confirmation with the GPU alone,
+    resuming, and the baseline kept in the results file."""
+
+    class FakeBuild:
+        def compile(self, text, work):
+            work.mkdir(parents=True, exist_ok=True)
+            return "cg::wait_prior<2>" not in text, "x.cu(1): error: no", work / "mutant.o"
+
+        def link(self, obj, work):
+            return {"t": work / "t", "e": work / "e"}
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp())
+        self.mutants = om.all_mutants(om.select_lessons("02,13", om.ready_lessons()))
+        self.calls = []
+        self.saved = (om.mutation.grade_tests, om.mutation.grade_sanitizers, om.Runner.prepare,
+                      om.gpu_description)
+        fake_tests, fake_sanitizers = self.fake_tests, self.fake_sanitizers
+        om.mutation.grade_tests = fake_tests
+        om.mutation.grade_sanitizers = fake_sanitizers
+        om.gpu_description = lambda build_dir: "Fake GPU"
+
+        def prepare(runner, lessons):
+            runner.gpu_name = "Fake GPU"
+            return {name: om.LessonRun(name, self.FakeBuild(), "t", "e", digest="d" + name,
+                                       alone=name in runner.alone) for name in lessons}
+        om.Runner.prepare = prepare
+
+    def tearDown(self):
+        (om.mutation.grade_tests, om.mutation.grade_sanitizers, om.Runner.prepare,
+         om.gpu_description) = self.saved
+
+    def fake_tests(self, program, obj, timeout, only=()):
+        Outcome = om.mutation.Outcome
+        self.calls.append(("tests", str(obj), tuple(only)))
+        if obj is None:
+            return Outcome("passed", "tests")
+        name = str(obj.parent.name)
+        if "sync-remove" in name:
+            if only and name.startswith("L13"):  # passes with the GPU to itself
+                return Outcome("passed", "tests")
+            return Outcome("caught", "tests", "Suite.Test", "", ("Suite.Test",))
+        return Outcome("passed", "tests")
+
+    def fake_sanitizers(self, program, sanitizer, cuobjdump, timeout, tools=("racecheck",)):
+        Outcome = om.mutation.Outcome
+        name = str(program.parent.name) if program.parent.name.startswith("L") else ""
+        if "sync-weaken" in name:
+            return Outcome("caught", tools[0], "1 errors")
+        return Outcome("passed", "sanitizers")
+
+    def run_runner(self, time_limit=300):
+        args = om.argparse.Namespace(
+            build_dir=str(self.dir), preset="quick", results=str(self.dir / "r.jsonl"),
+            work_dir=str(self.dir / "work"), time_limit=time_limit, jobs=2, gpu_jobs=2,
+            timeout_factor=4.0, min_timeout=45, max_timeout=300, sanitizer="fake-sanitizer",
+            cuobjdump="", no_build=True, keep=False, confirm_alone="13", compile_only=False)
+        return om.Runner(args, self.mutants).main()
+
+    def test_verdicts_steps_and_resume(self):
+        self.assertEqual(self.run_runner(), 0)
+        records = [r for r in om.read_results([self.dir / "r.jsonl"]) if r.get("id")]
+        by_id = {r["id"]: r for r in records}
+        self.assertEqual(set(by_id), {m.id for m in self.mutants})
+        for m in self.mutants:
+            r = by_id[m.id]
+            if "cg::wait_prior<2>" in m.text:
+                self.assertEqual((r["verdict"], r["step"]), ("caught", "compile"))
+            elif m.operator == "sync-remove" and m.lesson.startswith("02"):
+                self.assertEqual((r["verdict"], r["step"]), ("caught", "tests"))
+            elif m.operator == "sync-remove":  # lesson 13: not confirmed alone
+                self.assertEqual(r["verdict"], "survived")
+                self.assertIn("tests alone", r["seconds"])
+            elif m.operator == "sync-weaken":
+                self.assertEqual((r["verdict"], r["step"]), ("caught", "racecheck"))
+            else:
+                self.assertEqual(r["verdict"], "survived")
+        baselines = [r for r in om.read_results([self.dir / "r.jsonl"]) if r.get("kind")]
+        self.assertEqual(len(baselines), 2)
+        # a second call grades nothing again
+        self.calls.clear()
+        self.assertEqual(self.run_runner(), 0)
+        self.assertEqual(self.calls, [])
+
+
+    def test_a_call_out_of_time_leaves_the_rest_to_the_next(self):
+        self.assertEqual(self.run_runner(time_limit=0), 3)
+        self.assertEqual([r for r in om.read_results([self.dir / "r.jsonl"]) if r.get("id")], [])
+        self.assertEqual(self.run_runner(), 0)
+
+
 class ReportAndEquivalents(unittest.TestCase):
     def setUp(self):
         self.dir = Path(tempfile.mkdtemp())

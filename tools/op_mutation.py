@@ -1703,11 +1703,29 @@ def latest(records: list[dict]) -> dict[str, dict]:
     return out
 
 
-def cell(text: str) -> str:
+def regions_without_mutants(lessons: list[str]) -> list[tuple[str, int, str]]:
+    have = {(m.lesson, m.region) for m in all_mutants(lessons)}
+    bare = []
+    for lesson in lessons:
+        for path in lesson_sources(lesson)[0]:
+            for r in mutation.regions(path.read_text(encoding="utf-8")):
+                if (lesson, r["region"]) not in have:
+                    bare.append((lesson, r["region"], r["todo"]))
+    return bare
+
+
+def cell(text: str, table: bool = True) -> str:
     """Free text (a test name, a compiler or sanitizer message) as a code span that neither
-    Markdown tables nor Doxygen read as markup."""
-    text = compact(text).replace("`", "'").replace("|", "\\|")
+    Markdown tables nor Doxygen read as markup (Doxygen 1.9 ends a code span at a ')."""
+    text = md(compact(text).replace("`", "\u2019"), table)
     return f"`{text}`" if text else ""
+
+
+def md(text: str, table: bool = True) -> str:
+    """Text with code spans, made safe for a Markdown table cell (or a list item) that
+    Doxygen reads too."""
+    text = text.replace("'", "\u2019")
+    return text.replace("|", "\\|") if table else text
 
 
 def caught_by(r: dict) -> str:
@@ -1754,7 +1772,7 @@ def report(args) -> int:
     failures = survivors
     ungraded = [m for m, _, v in rows if v in ("not graded", "skipped", "error")]
 
-    md = [f"# Operator mutation on {gpu} {{#operator_mutation_{slug.replace('-', '_')}}}", "",
+    page = [f"# Operator mutation on {gpu} {{#operator_mutation_{slug.replace('-', '_')}}}", "",
           "Made by `tools/op_mutation.py report` from the results of `tools/op_mutation.py run`: "
           "every mutant is the solution with one thing changed in one exercise region (a wait "
           "count, an arrival or byte count, a stage index, a parity, a synchronisation removed, "
@@ -1763,57 +1781,65 @@ def report(args) -> int:
           "program `--quick` under racecheck, synccheck and memcheck; the first that fails "
           "catches it.", ""]
     commits = sorted({r.get("commit", "") for _, r, _ in rows if r and r.get("commit")})
-    md += [f"Commits graded: {', '.join(commits) or 'none'}. Mutants: {len(rows)}; judged: "
+    page += [f"Commits graded: {', '.join(commits) or 'none'}. Mutants: {len(rows)}; judged: "
            f"{judged}; caught: {caught} ({100.0 * caught / judged if judged else 0:.1f} %); "
            f"equivalent (listed in `tests/mutation_equivalents.json`): "
            f"{sum(1 for _, _, v in rows if v == 'equivalent')}; survivors not listed: "
            f"{len(survivors)}; not graded, skipped or errors: {len(ungraded)}.", ""]
     header = ["lesson", "mutants", "caught", *[f"by {s}" for s in steps], "equivalent",
               "survived", "skipped", "error", "not graded"]
-    md += ["## Per lesson", "", "| " + " | ".join(header) + " |",
+    page += ["## Per lesson", "", "| " + " | ".join(header) + " |",
            "|" + "---|" * len(header)]
     for row in per_lesson:
-        md.append("| " + " | ".join(str(x) for x in row) + " |")
+        page.append("| " + " | ".join(str(x) for x in row) + " |")
     if totals:
-        md.append("| **all** | " + " | ".join(str(x) for x in totals) + " |")
-    md += ["", "## Per operator", "", "| operator | mutants | caught | equivalent | survived | "
+        page.append("| **all** | " + " | ".join(str(x) for x in totals) + " |")
+    page += ["", "## Per operator", "", "| operator | mutants | caught | equivalent | survived | "
            "other |", "|---|---|---|---|---|---|"]
     for op in OPERATORS:
         mine = [v for m, _, v in rows if m.operator == op]
         if mine:
-            md.append(f"| {op} | {len(mine)} | {mine.count('caught')} | "
+            page.append(f"| {op} | {len(mine)} | {mine.count('caught')} | "
                       f"{mine.count('equivalent')} | {mine.count('survived')} | "
                       f"{len(mine) - mine.count('caught') - mine.count('equivalent') - mine.count('survived')} |")
-    md += ["", "## Survivors (not listed as equivalent: the grader misses them)", ""]
+    page += ["", "## Survivors (not listed as equivalent: the grader misses them)", ""]
     if survivors:
         for m, r in survivors:
-            md.append(f"- `{m.id}` (line {m.line}, TODO {m.todo}): {m.description}")
+            page.append(f"- `{md(m.id, False)}` (line {m.line}, TODO {m.todo}): "
+                      f"{md(m.description, False)}")
     else:
-        md.append("None.")
-    md += ["", "## Equivalent mutants", ""]
+        page.append("None.")
+    page += ["", "## Equivalent mutants", ""]
     eq_rows = [(m, equivalents[m.id]) for m, _, v in rows if v == "equivalent"]
     if eq_rows:
         for m, reason in eq_rows:
-            md.append(f"- `{m.id}`: {m.description}. {reason}")
+            page.append(f"- `{md(m.id, False)}`: {md(m.description, False)}. {md(reason, False)}")
     else:
-        md.append("None.")
+        page.append("None.")
     if ungraded:
-        md += ["", "## Not graded, skipped or errors", ""]
+        page += ["", "## Not graded, skipped or errors", ""]
         for m in ungraded:
             r = records.get(m.id)
             why = f"{r['verdict']} ({r.get('step', '')}): {r.get('detail', '')}" if r else \
                 "not graded"
-            md.append(f"- `{m.id}`: {cell(why[:160])}")
-    md += ["", "## What caught each mutant", "",
+            page.append(f"- `{md(m.id, False)}`: {cell(why[:160], False)}")
+    bare = regions_without_mutants(lessons)
+    if bare:
+        page += ["", "## Regions without an operator mutant", "",
+                 "None of the operators finds anything to change in these regions (no wait, "
+                 "arrival, stage or byte count, parity, synchronisation, stream, swappable pair "
+                 "of arguments or sizeof); the blank-region `mutation` label covers them: "
+                 + ", ".join(f"{lesson} region {r} (TODO {todo})" for lesson, r, todo in bare)
+                 + "."]
+    page += ["", "## What caught each mutant", "",
            "| id | line | change | verdict | caught by | detail |", "|---|---|---|---|---|---|"]
     for m, r, v in rows:
         detail = cell((r or {}).get("detail", "")[:120])
-        md.append(f"| `{m.id.replace('|', chr(92) + '|')}` | {m.line} | "
-                  f"{m.description.replace('|', chr(92) + '|')} | {v} | "
+        page.append(f"| `{md(m.id)}` | {m.line} | {md(m.description)} | {v} | "
                   f"{caught_by(r) if r and v == 'caught' else ''} | {detail} |")
     if stale:
-        md += ["", f"{len(stale)} graded mutant(s) no longer exist in the sources (not counted)."]
-    (out_dir / f"{RESULTS_NAME}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+        page += ["", f"{len(stale)} graded mutant(s) no longer exist in the sources (not counted)."]
+    (out_dir / f"{RESULTS_NAME}.md").write_text("\n".join(page) + "\n", encoding="utf-8")
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

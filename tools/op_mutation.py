@@ -1224,13 +1224,21 @@ def unified_diff(m: Mutant, original: str) -> str:
 # ============================================================================ grading
 
 
+CODE_SUFFIXES = {".cu", ".cuh", ".h", ".hpp", ".cpp", ".txt"}  # .txt: CMakeLists.txt
+
+
+def lesson_code(lesson: str) -> list[Path]:
+    """The lesson folder's code (its README does not change a verdict)."""
+    return sorted(p for p in (ROOT / "lessons" / lesson).iterdir()
+                  if p.is_file() and p.suffix in CODE_SUFFIXES)
+
+
 def input_hash(m: Mutant) -> str:
     """What a verdict depends on: the mutant's text, the lesson's tests and its read-only
     files (which the other parts of the grader change)."""
     h = hashlib.sha256(m.text.encode())
     for path in sorted((ROOT / "tests").glob(f"{m.lesson}_test*.cu")) + \
-            sorted(p for p in (ROOT / "lessons" / m.lesson).iterdir()
-                   if p.is_file() and p.name != m.file):
+            [p for p in lesson_code(m.lesson) if p.name != m.file]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -1239,8 +1247,7 @@ def input_hash(m: Mutant) -> str:
 def lesson_hash(lesson: str, solution_text: str) -> str:
     """What the solution's own verdict (the baseline) depends on."""
     h = hashlib.sha256(solution_text.encode())
-    for path in sorted((ROOT / "tests").glob(f"{lesson}_test*.cu")) + \
-            sorted(p for p in (ROOT / "lessons" / lesson).iterdir() if p.is_file()):
+    for path in sorted((ROOT / "tests").glob(f"{lesson}_test*.cu")) + lesson_code(lesson):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -1499,6 +1506,10 @@ class Runner:
             self.say(f"{run.name}: solution passes (tests {t_tests:.1f} s, sanitizers "
                      f"{t_sanitize:.1f} s each): timeouts {run.test_timeout:.0f} s / "
                      f"{run.sanitize_timeout:.0f} s")
+        except Exception as error:  # no verdict of this lesson can be trusted without it
+            run.usable = False
+            run.why = f"its baseline failed to run: {type(error).__name__}: {error}"
+            self.say(f"{run.name}: {run.why}")
         finally:
             run.ready.set()
 

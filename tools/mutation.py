@@ -30,6 +30,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,13 +138,23 @@ def link_command(build_dir: Path, target: str, kernels_object: str, mutant_objec
                   count=1)
 
 
+_LIVE: set[int] = set()  # process groups run_bounded started and has not reaped yet
+_LIVE_LOCK = threading.Lock()
+_STOPPING = False
+
+
 def run_bounded(command, timeout: float | None, **kwargs) -> tuple[int | None, str]:
     """Runs `command` (stdout and stderr together); None instead of an exit status when it
     ran past `timeout`. A command that times out is killed with every process it started
     (its own process group): a hung GPU program under compute-sanitizer under sanitize.py
     must not outlive the timeout and keep the GPU busy."""
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace", start_new_session=True, **kwargs) as proc:
+    with _LIVE_LOCK:
+        if _STOPPING:
+            raise RuntimeError("stopping: no new process")
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", start_new_session=True, **kwargs)
+        _LIVE.add(proc.pid)
+    with proc:
         try:
             output, _ = proc.communicate(timeout=timeout)
             return proc.returncode, output
@@ -154,6 +165,23 @@ def run_bounded(command, timeout: float | None, **kwargs) -> tuple[int | None, s
                 pass
             output, _ = proc.communicate()
             return None, output
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc.pid)
+
+
+def kill_started() -> None:
+    """Kills every process group run_bounded started that is still running (when the tool
+    itself is told to stop: they run in sessions of their own and would outlive it)."""
+    global _STOPPING
+    with _LIVE_LOCK:
+        _STOPPING = True  # and no new one starts
+        groups = list(_LIVE)
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 @dataclass

@@ -72,6 +72,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -1650,8 +1651,10 @@ class Runner:
 
     def main(self) -> int:
         previous = read_results([self.results.path])
+        final = ("caught", "survived", "compiled") if self.args.compile_only else \
+            ("caught", "survived")
         done = {r["id"]: r.get("hash") for r in previous
-                if r.get("id") and r.get("verdict") in ("caught", "survived")}
+                if r.get("id") and r.get("verdict") in final}
         digests = {m.id: input_hash(m) for m in self.mutants}
         todo = [m for m in self.mutants if done.get(m.id) != digests[m.id]]
         self.say(f"{len(self.mutants)} mutants selected, {len(self.mutants) - len(todo)} already "
@@ -2000,6 +2003,13 @@ def main(argv: list[str]) -> int:
         print(f"op_mutation.py: no mutant {args.id}")
         return 1
     if args.command == "run":
+        def stop(signum, frame):  # a `timeout` or Ctrl-C: take the compilers and GPU programs along
+            mutation.kill_started()
+            print(f"op_mutation.py: stopped by signal {signum}; the verdicts so far are in the "
+                  "results file", flush=True)
+            os._exit(128 + signum)  # the worker threads must not start anything more
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, stop)
         mutants = selected(args)
         if not args.lessons:
             mutants = [m for m in mutants if m.lesson[:2] <= "15"]

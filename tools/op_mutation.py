@@ -51,7 +51,9 @@ count and swap-args operators read it). Each mutant has a stable id,
 edit), so an id survives edits elsewhere in the file. A mutant identical to the solution or
 to an earlier mutant is dropped.
 
-`run` grades every mutant exactly as tools/mutation.py grades a blank region, which is how
+`run` (exit 0: all graded; 3: time ran out, run the same command again; 77: some could
+not be judged for want of a GPU) grades every mutant exactly as tools/mutation.py grades a
+blank region, which is how
 `./course check NN` grades a student (compile; every test of the lesson; the lesson program
 --quick under racecheck, synccheck and memcheck), in parallel: --jobs compilations at once,
 --gpu-jobs graded at once on the GPU. It stops at --time-limit seconds and appends every
@@ -1691,7 +1693,11 @@ class Runner:
         left = self.counts.get("left for the next call", 0)
         if left:
             self.say(f"{left} mutants left for the next call: run the same command again")
-        return 3 if left else 0
+            return 3
+        if self.counts.get("skipped"):
+            self.say("some mutants could not be judged here (no GPU): exit 77")
+            return mutation.SKIP
+        return 0
 
 
 # ============================================================================ report

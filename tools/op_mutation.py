@@ -637,9 +637,10 @@ def op_stage(ctx: Context):
             old = ctx.text[a:end]
         else:
             new, end, old = "Stages + 1", b, "Stages"
-        line = ctx.text[ctx.text.rfind("\n", 0, a) + 1:a]
-        yield Candidate("stage-count", f"{key_text(line.strip()[-24:])}{key_text(old)}->"
-                        f"{key_text(new)}", [(a, end, new)])
+        context = re.search(r"[\w.]+\s*(?:\+|>=|<=|<|>)\s*$", m[lo:a])
+        left = ctx.text[lo + context.start():a] if context else ""
+        yield Candidate("stage-count", f"{key_text(left + old)}->{key_text(left + new)}",
+                        [(a, end, new)])
 
 
 PARITY_WAITS = r"wait_parity|wait_parity_bounded|mbarrier_wait_parity|mbarrier_try_wait_parity"
@@ -1016,9 +1017,10 @@ def op_bytes(ctx: Context):
         before = re.search(r"\s*([*/])\s*$", m[lo:a])
         if before:  # `count * sizeof(T)` -> `count`, `bytes / sizeof(V)` -> `bytes`
             start = lo + before.start()
-            what = "drop" + before.group(1) + key_text(size)
-            line = ctx.text[ctx.text.rfind("\n", 0, a) + 1:a].strip()
-            yield Candidate("bytes", f"{key_text(line[-20:])}:{what}", [(start, close + 1, "")])
+            operand = re.search(r"([\w.]+(?:\[[^\]]*\])?|\([^()]*\))$", m[lo:start])
+            left = ctx.text[lo + operand.start():start] if operand else ""
+            yield Candidate("bytes", f"{key_text(left + before.group(1) + size)}->{key_text(left)}",
+                            [(start, close + 1, "")])
         elif after:  # `sizeof(T) * count` -> `count`
             yield Candidate("bytes", f"drop{key_text(size)}*", [(a, close + 1 + after.end(), "")])
     # an element count where the callee counts elements, given in bytes

@@ -9,8 +9,9 @@
 # OUTDIR/summary.txt). Exits non-zero when anything failed.
 #
 # COURSE_PASS_STEPS picks the steps (default "build tests integrity exes profile sanitize"; add
-# "mutation" for the mutation label (it configures with COURSE_MUTATION_TESTS=ON) and
-# "tour" for the student-facing tour): a pass too long for one call can be split in two
+# "mutation" for the mutation label (it configures with COURSE_MUTATION_TESTS=ON),
+# "opmutation" for the operator mutants (tools/op_mutation.py; repeat the call until it says
+# nothing is left) and "tour" for the student-facing tour): a pass too long for one call can be split in two
 # calls on the same warm machine, e.g. "build tests integrity sanitize", then "build exes".
 # COURSE_PASS_EXES (a regular expression, e.g. '^1[24]_') runs only some executables, and
 # COURSE_PASS_TESTS (e.g. '^L15[.]') only the tests whose names match, in every ctest step.
@@ -114,6 +115,21 @@ if wanted mutation; then
   grep -hE "^[0-9]+: (CAUGHT|INVISIBLE|SKIPPED|NOT CAUGHT)" "$out/mutation.log" | sed 's/^[0-9]*: //' |
     sort >"$out/mutation.txt"
   note "mutation regions: $(grep -c '^CAUGHT' "$out/mutation.txt") caught, $(grep -vc '^CAUGHT' "$out/mutation.txt") not, of $(grep -c '^[0-9]*: MUTANT' "$out/mutation.log") started (mutation.txt)"
+fi
+
+# Operator mutation (tools/op_mutation.py): every operator mutant of lessons 00-15 graded like
+# `./course check`. The verdicts accumulate in the build tree, so a call that runs out of time
+# (COURSE_OPMUTATION_LIMIT seconds, default 480) leaves the rest to the next call with the same
+# steps; operator_mutation.{jsonl,md,csv} land in OUTDIR.
+if wanted opmutation; then
+  opm_results="$build/operator_mutation.jsonl"
+  step "operator mutation" opmutation.log "$(( ${COURSE_OPMUTATION_LIMIT:-480} + 100 ))" \
+    python3 tools/op_mutation.py run --build-dir "$build" --lessons "${COURSE_OPMUTATION_LESSONS:-00-15}" \
+    --results "$opm_results" --time-limit "${COURSE_OPMUTATION_LIMIT:-480}"
+  cp "$opm_results" "$out/operator_mutation.jsonl" 2>/dev/null
+  python3 tools/op_mutation.py report --results "$opm_results" --lessons "${COURSE_OPMUTATION_LESSONS:-00-15}" \
+    --out "$out" --allow-ungraded >>"$out/opmutation.log" 2>&1 || status=1  # a survivor not listed
+  note "operator mutation: $(grep -E '^wrote ' "$out/opmutation.log" | tail -n 1 | sed 's/^wrote [^:]*: //')"
 fi
 
 # The tour: the student-facing command that runs every solution.

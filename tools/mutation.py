@@ -27,8 +27,11 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,6 +40,8 @@ from course_cli.starter import BEGIN_RE, END_RE, STARTER_RE  # noqa: E402
 SKIP = 77
 TEST_TIMEOUT = 300
 SANITIZER_TOOLS = ("racecheck", "synccheck", "memcheck")
+# The lesson program's arguments in the student's check (tools/course_cli/commands.py).
+CHECK_PROGRAM_ARGS = ("--quick", "--warmup", "0", "--iters", "1")
 
 
 def regions(text: str) -> list[dict]:
@@ -133,6 +138,185 @@ def link_command(build_dir: Path, target: str, kernels_object: str, mutant_objec
                   count=1)
 
 
+_LIVE: set[int] = set()  # process groups run_bounded started and has not reaped yet
+_LIVE_LOCK = threading.Lock()
+_STOPPING = False
+
+
+def run_bounded(command, timeout: float | None, **kwargs) -> tuple[int | None, str]:
+    """Runs `command` (stdout and stderr together); None instead of an exit status when it
+    ran past `timeout`. A command that times out is killed with every process it started
+    (its own process group): a hung GPU program under compute-sanitizer under sanitize.py
+    must not outlive the timeout and keep the GPU busy."""
+    with _LIVE_LOCK:
+        if _STOPPING:
+            raise RuntimeError("stopping: no new process")
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", start_new_session=True, **kwargs)
+        _LIVE.add(proc.pid)
+    with proc:
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+            return proc.returncode, output
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            output, _ = proc.communicate()
+            return None, output
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc.pid)
+
+
+def kill_started() -> None:
+    """Kills every process group run_bounded started that is still running (when the tool
+    itself is told to stop: they run in sessions of their own and would outlive it)."""
+    global _STOPPING
+    with _LIVE_LOCK:
+        _STOPPING = True  # and no new one starts
+        groups = list(_LIVE)
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@dataclass
+class Outcome:
+    """What one grading step decided. verdict: "caught", "skipped" (no GPU to run the tests
+    on), "passed" (this step did not catch it) or "error" (the step itself could not run);
+    step: compile, tests, or a sanitizer tool."""
+    verdict: str
+    step: str
+    detail: str = ""
+    log: str = ""
+    failed: tuple[str, ...] = ()  # the tests that failed
+
+
+class MutantBuild:
+    """Compiles and links a replacement of one lesson's solution file the way the build
+    compiles and links the solution: the compile command comes from the build's
+    compile_commands.json, the link commands from `ninja -t commands` (read once)."""
+
+    def __init__(self, build_dir: Path, solution: Path, kernels_source: Path,
+                 targets: tuple[str, ...]):
+        self.build_dir = Path(build_dir).resolve()
+        self.solution = Path(solution).resolve()
+        self.kernels_source = Path(kernels_source).resolve()
+        self.entry = compile_entry(self.build_dir, self.kernels_source)
+        command = shlex.split(self.entry["command"])
+        original = self.entry.get("output") or command[command.index("-o") + 1]
+        # Newer CMake writes an absolute "output"; ninja's link lines name objects relative
+        # to the build folder.
+        if Path(original).is_absolute():
+            try:
+                original = str(Path(original).relative_to(self.build_dir))
+            except ValueError:
+                pass
+        self.original_object = original
+        self.links = {target: link_command(self.build_dir, target, original, Path(_OBJECT),
+                                           Path(_OUTPUT))
+                      for target in targets}
+
+    def compile(self, text: str, work: Path) -> tuple[bool, str, Path]:
+        """Writes the mutant file `text` (and, for a lesson with a launch file, the unit
+        that includes it) under `work` and compiles it: (compiled, compiler output, object)."""
+        work.mkdir(parents=True, exist_ok=True)
+        mutant_solution = work / self.solution.name
+        mutant_solution.write_text(text, encoding="utf-8")
+        if self.kernels_source == self.solution:
+            mutant_source = mutant_solution
+        else:
+            unit = self.kernels_source.read_text(encoding="utf-8")
+            mutant_source = work / self.kernels_source.name
+            mutant_source.write_text(unit.replace(str(self.solution), str(mutant_solution)),
+                                     encoding="utf-8")
+        mutant_object = work / "mutant.o"
+        args = rewrite_compile(self.entry["command"], self.kernels_source, mutant_source,
+                               mutant_object)
+        status, output = run_bounded(args, None, cwd=self.entry["directory"])
+        return status == 0, output, mutant_object
+
+    def link(self, mutant_object: Path, work: Path) -> dict[str, Path]:
+        """Links every target with the mutant's object: {target: program}. Raises
+        RuntimeError with the linker's output when a link fails."""
+        programs = {}
+        for target, template in self.links.items():
+            output = work / target
+            command = template.replace(_OBJECT, shlex.quote(str(mutant_object))).replace(
+                _OUTPUT, shlex.quote(str(output)))
+            status, log = run_bounded(command, None, shell=True, cwd=self.build_dir)
+            if status != 0:
+                raise RuntimeError(f"linking {target} with the mutant failed:\n{log[-3000:]}")
+            programs[target] = output
+        return programs
+
+
+_OBJECT = "@MUTANT_OBJECT@"
+_OUTPUT = "@MUTANT_OUTPUT@"
+
+
+def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float,
+                only: tuple[str, ...] = ()) -> Outcome:
+    """Runs every test of the lesson against the mutant, like the student's check (with
+    `mutant_object` None: the program as built, the solution itself; with `only`, just those
+    tests)."""
+    # The PTX and SASS tests read the kernels' object file: point them at the mutant's, or
+    # they would check the solution's instructions instead (tests/support: kernels_object_path).
+    env = dict(os.environ)
+    if mutant_object is not None:
+        env["COURSE_KERNELS_OBJECT"] = str(mutant_object)
+    command = [str(test_program), "--gtest_brief=1"]
+    if only:
+        command.append("--gtest_filter=" + ":".join(only))
+    status, output = run_bounded(command, timeout, env=env)
+    if status is None:
+        return Outcome("caught", "tests", f"they time out after {timeout:.0f} s: a hang", output,
+                       only)
+    failed = sorted({name.rstrip(",") for name in
+                     re.findall(r"^\[  FAILED  \] (\S+)", output, re.M)})
+    # A run that passed while some tests skipped for want of a GPU judged nothing on the GPU
+    # (with --gtest_brief=1 GoogleTest prints "[  SKIPPED ] 12 tests." and no list).
+    no_gpu = "no usable GPU" in output
+    if status == SKIP or (status == 0 and no_gpu and
+                          re.search(r"^\[  SKIPPED \] [1-9]\d* tests?", output, re.M)):
+        return Outcome("skipped", "tests", "no GPU to run the tests on", output)
+    if status != 0:
+        names = ", ".join(failed[:6]) or f"exit status {status}"
+        return Outcome("caught", "tests", names, output, tuple(failed))
+    return Outcome("passed", "tests", "", output)
+
+
+def grade_sanitizers(program: Path, sanitizer: str, cuobjdump: str, timeout: float,
+                     tools: tuple[str, ...] = SANITIZER_TOOLS) -> Outcome:
+    """Runs the lesson program --quick under each sanitizer tool as the student's check does
+    (tools/sanitize.py, a racecheck warning counting), stopping at the first report."""
+    sanitize = Path(__file__).resolve().parent / "sanitize.py"
+    for tool in tools:
+        command = [sys.executable, str(sanitize), "--sanitizer", sanitizer, "--tool", tool,
+                   "--warnings-fail"]
+        if cuobjdump:
+            command += ["--cuobjdump", cuobjdump]
+        command += ["--", str(program), *CHECK_PROGRAM_ARGS]
+        status, output = run_bounded(command, timeout)
+        if status is None:
+            return Outcome("caught", tool, f"the program times out under it after "
+                                           f"{timeout:.0f} s: a hang", output)
+        if status == SKIP:
+            return Outcome("skipped", tool, "no GPU to run the program on", output)
+        if status == 1:
+            verdict = [l for l in output.splitlines() if l.startswith("sanitize.py: FAIL")]
+            return Outcome("caught", tool,
+                           verdict[-1][len("sanitize.py: FAIL: "):] if verdict else "failed",
+                           output)
+        if status != 0:  # sanitize.py's own usage error: nothing was judged
+            return Outcome("error", tool, f"sanitize.py exit status {status}", output)
+    return Outcome("passed", "sanitizers")
+
+
 def run(args: argparse.Namespace) -> int:
     solution = Path(args.solution).resolve()
     build_dir = Path(args.build_dir).resolve()
@@ -147,88 +331,42 @@ def run(args: argparse.Namespace) -> int:
             f"lines {info['begin']}-{info['end']})")
     print(f"MUTANT: {what} replaced by its starter text")
 
-    # The mutant's sources: the student file, and (for a lesson with a launch file) the
-    # unit that compiles it together with the read-only launchers.
-    mutant_solution = work / solution.name
-    mutant_solution.write_text(mutant_text(text, args.region), encoding="utf-8")
-    kernels_source = Path(args.kernels_source).resolve()
-    if kernels_source == solution:
-        mutant_source = mutant_solution
-    else:
-        unit = kernels_source.read_text(encoding="utf-8")
-        mutant_source = work / kernels_source.name
-        mutant_source.write_text(unit.replace(str(solution), str(mutant_solution)),
-                                 encoding="utf-8")
-    entry = compile_entry(build_dir, kernels_source)
-    original_object = entry.get("output") or shlex.split(entry["command"])[
-        shlex.split(entry["command"]).index("-o") + 1]
-    # Newer CMake writes an absolute "output"; ninja's link lines name objects relative to
-    # the build folder.
-    if Path(original_object).is_absolute():
-        try:
-            original_object = str(Path(original_object).relative_to(build_dir))
-        except ValueError:
-            pass
-    mutant_object = work / "mutant.o"
-    compile_args = rewrite_compile(entry["command"], kernels_source, mutant_source, mutant_object)
-    proc = subprocess.run(compile_args, cwd=entry["directory"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(proc.stdout[-3000:] + proc.stderr[-3000:])
+    builder = MutantBuild(build_dir, solution, Path(args.kernels_source),
+                          (args.test_target, args.exe_target))
+    compiled, log, mutant_object = builder.compile(mutant_text(text, args.region), work)
+    if not compiled:
+        print(log[-6000:])
         print(f"CAUGHT: {what}: the mutant does not compile")
         return 0
-
-    programs = {}
-    for target in (args.test_target, args.exe_target):
-        output = work / target
-        command = link_command(build_dir, target, original_object, mutant_object, output)
-        proc = subprocess.run(command, shell=True, cwd=build_dir, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(proc.stdout[-3000:] + proc.stderr[-3000:])
-            print(f"mutation.py: linking {target} with the mutant failed")
-            return 2
-        programs[target] = output
-
-    # The PTX and SASS tests read the kernels' object file: point them at the mutant's, or
-    # they would check the solution's instructions instead (tests/support: kernels_object_path).
-    env = dict(os.environ, COURSE_KERNELS_OBJECT=str(mutant_object))
     try:
-        proc = subprocess.run([str(programs[args.test_target]), "--gtest_brief=1"],
-                              capture_output=True, text=True, timeout=TEST_TIMEOUT, env=env)
-    except subprocess.TimeoutExpired:
-        print(f"CAUGHT: {what}: by the tests (they time out after {TEST_TIMEOUT} s: a hang)")
+        programs = builder.link(mutant_object, work)
+    except RuntimeError as error:
+        print(f"mutation.py: {error}")
+        return 2
+
+    tests = grade_tests(programs[args.test_target], mutant_object, TEST_TIMEOUT)
+    if tests.verdict == "caught":
+        print(f"CAUGHT: {what}: by the tests ({tests.detail})")
         return 0
-    failed = re.findall(r"^\[  FAILED  \] (\S+)", proc.stdout, re.M)
-    if proc.returncode != 0:
-        names = ", ".join(sorted(set(failed))[:6]) or f"exit status {proc.returncode}"
-        print(f"CAUGHT: {what}: by the tests ({names})")
-        return 0
-    if "no usable GPU" in proc.stdout and not re.search(r"\[  PASSED  \] [1-9]", proc.stdout):
+    if tests.verdict == "skipped":
         print(f"SKIPPED: {what}: no GPU to run the tests on")
-        return SKIP
-    if re.search(r"\[  SKIPPED \] \d+ tests?, listed below", proc.stdout) and \
-            "no usable GPU" in proc.stdout:
-        print(f"SKIPPED: {what}: the GPU tests were skipped")
         return SKIP
 
     if not args.sanitizer:
         print(f"NOT CAUGHT by the tests, and no compute-sanitizer to ask: {what}")
         return 1
-    sanitize = Path(__file__).resolve().parent / "sanitize.py"
-    for tool in SANITIZER_TOOLS:
-        command = [sys.executable, str(sanitize), "--sanitizer", args.sanitizer, "--tool", tool,
-                   "--warnings-fail"]
-        if args.cuobjdump:
-            command += ["--cuobjdump", args.cuobjdump]
-        command += ["--", str(programs[args.exe_target]), "--quick", "--warmup", "0", "--iters", "1"]
-        try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=TEST_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            print(f"CAUGHT: {what}: by {tool} (the program times out under it: a hang)")
-            return 0
-        if proc.returncode == 1:
-            verdict = [l for l in proc.stdout.splitlines() if l.startswith("sanitize.py: FAIL")]
-            print(f"CAUGHT: {what}: by {tool} ({verdict[-1][len('sanitize.py: '):] if verdict else 'failed'})")
-            return 0
+    checked = grade_sanitizers(programs[args.exe_target], args.sanitizer, args.cuobjdump,
+                               TEST_TIMEOUT)
+    if checked.verdict == "caught":
+        print(f"CAUGHT: {what}: by {checked.step} ({checked.detail})")
+        return 0
+    if checked.verdict == "skipped":
+        print(f"SKIPPED: {what}: no GPU to run the program on")
+        return SKIP
+    if checked.verdict == "error":
+        print(checked.log[-3000:])
+        print(f"mutation.py: {checked.step} could not judge {what}: {checked.detail}")
+        return 2
     print(f"INVISIBLE: {what}: every test passes and racecheck, synccheck and memcheck are "
           "clean without it. Add a test that fails when this region is left as the starter.")
     return 1

@@ -365,6 +365,54 @@ TEST(PtxCpAsyncPtx, CacheKernelsCarryPoliciesOnlyWhenHinted) {
   }
 }
 
+// The point of the hints is WHICH data carries WHICH priority: the table that later blocks
+// read again stays in L2 (evict_last), the stream read once leaves first (evict_first).
+// Swapped priorities compute the same values, so only the compiled code can tell: each
+// hinted copy's source address and its policy operand are traced back through the PTX
+// (course::inspect::value_origins) to a kernel parameter and to the createpolicy that
+// made the policy. cache_kernel(stream, table, out, table_size) is read-only: its parameter
+// 0 is the stream, parameter 1 the table.
+TEST(PtxCpAsyncPtx, TheTableCarriesEvictLastAndTheStreamEvictFirst) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const auto& module = course::inspect::module_for(modules, target);
+    const auto hinted = course::inspect::kernel(module, "cache_kernelILNS_11CachePolicyE1E");
+    const auto code = course::inspect::ptx_instructions(hinted.body);
+    const auto origins = course::inspect::value_origins(code);
+    int table_copies = 0, stream_copies = 0;
+    for (const auto& instruction : code) {
+      if (instruction.opcode.rfind("cp.async", 0) != 0 ||
+          instruction.opcode.find("L2::cache_hint") == std::string::npos) {
+        continue;
+      }
+      ASSERT_EQ(instruction.operands.size(), 4u)
+          << target << ": " << instruction.opcode << " with a policy operand" << concerns_todo(9);
+      const auto source = course::inspect::operand_origins(instruction.operands[1], origins);
+      const bool from_stream = source.count("param_0") == 1;
+      const bool from_table = source.count("param_1") == 1;
+      ASSERT_NE(from_stream, from_table)
+          << target << ": a hinted copy whose source is not exactly one of the stream and the "
+          << "table (" << instruction.operands[1] << ")" << concerns_todo(9);
+      const auto policy = course::inspect::operand_origins(instruction.operands[3], origins);
+      const std::string wanted = from_table ? "L2::evict_last" : "L2::evict_first";
+      const std::string what = from_table ? "the reused table" : "the streamed input";
+      ASSERT_EQ(policy.size(), 1u)
+          << target << ": the policy of " << what << "'s copy comes from " << policy.size()
+          << " places; it must be the one createpolicy made for it" << concerns_todo(9);
+      const std::string& made_by = *policy.begin();
+      EXPECT_EQ(made_by.rfind("createpolicy.fractional", 0), 0u)
+          << target << ": " << what << "'s copy carries a policy made by " << made_by
+          << concerns_todo(9);
+      EXPECT_NE(made_by.find(wanted), std::string::npos)
+          << target << ": " << what << "'s copy carries " << made_by << ", not " << wanted
+          << " (are evict_last and evict_first swapped in make_policy?)" << concerns_todo(9);
+      ++(from_table ? table_copies : stream_copies);
+    }
+    EXPECT_GE(table_copies, 1) << target << ": no hinted copy of the table" << concerns_todo(9);
+    EXPECT_GE(stream_copies, 1) << target << ": no hinted copy of the stream" << concerns_todo(9);
+  }
+}
+
 TEST(PtxCpAsyncPtx, ProbeKernelsShowEveryInstructionForm) {
   const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
   for (const std::string& target : course::testing::ptx_targets()) {

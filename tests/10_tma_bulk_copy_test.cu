@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,13 +58,13 @@ std::string describe(const Config& config, LaunchShape shape, std::size_t n) {
 
 /// Runs `config` on hash-filled input of `n` elements into a poisoned output; checks that no
 /// bounded wait timed out, every element against the CPU reference, and the input unchanged.
-::testing::AssertionResult matches_reference(const Config& config, LaunchShape shape,
-                                             std::size_t n) {
+::testing::AssertionResult matches_reference(const Config& config, LaunchShape shape, std::size_t n,
+                                             tma_bulk_copy::TestHooks hooks = {}) {
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
   const auto seed = static_cast<std::uint32_t>(n * 10 + config.stages);
   course::fill_hash(in.span(), seed);
   course::poison(out.data(), out.bytes());
-  copy_and_compute(in.cspan(), out.span(), config, shape, 0);
+  tma_bulk_copy::prepare_copy_and_compute(in.cspan(), out.span(), config, shape, hooks)(0);
   const unsigned errors = tma_bulk_copy::take_wait_errors();  // synchronises
   const std::string what = describe(config, shape, n);
   const std::string todos = todos_of(config.variant);
@@ -307,6 +308,30 @@ TEST(TmaBulkCopyPtx, BrokenProxyFenceVariantLacksOnlyTheFence) {
       << k.name << concerns_todo(5);
 }
 
+// The single kernels have one output buffer (one input buffer for the plain copy), written
+// again every round: the wait before that (TODO 4) must leave no bulk store still reading
+// it, wait_group.read 0. (GpuTmaStoreHazards shows what a larger count does.)
+TEST(TmaBulkCopyPtx, TheSingleKernelsWaitUntilNoStoreReadsTheirBuffer) {
+  if (!built_for_sm90()) GTEST_SKIP() << "the build has no sm_90 target";
+  const std::regex wait(R"(cp\.async\.bulk\.wait_group\.read\s+(\d+)\s*;)");
+  int kernels = 0;
+  for (const auto& k : course::inspect::ptx_kernels(sm90_module())) {
+    if (k.name.find("single_") == std::string::npos) continue;
+    ++kernels;
+    int waits = 0;
+    for (auto it = std::sregex_iterator(k.body.begin(), k.body.end(), wait);
+         it != std::sregex_iterator(); ++it) {
+      ++waits;
+      EXPECT_EQ((*it)[1].str(), "0") << k.name << ": a wait lets " << (*it)[1].str()
+                                     << " bulk stores still read the one buffer the next round "
+                                        "writes"
+                                     << concerns_todo(4);
+    }
+    EXPECT_GE(waits, 1) << k.name << concerns_todo(4);
+  }
+  EXPECT_EQ(kernels, 5 + 2);
+}
+
 TEST(TmaBulkCopyPtx, PipelineKernelsUseFullAndEmptyBarriersAndOneElectedIssuer) {
   if (!built_for_sm90()) GTEST_SKIP() << "the build has no sm_90 target";
   using course::inspect::uses;
@@ -474,6 +499,80 @@ TEST_P(GpuTmaBulkCopy, CopiesEveryByteAndNothingMore) {
 
 INSTANTIATE_TEST_SUITE_P(BothFlavours, GpuTmaBulkCopy,
                          ::testing::Values(Barrier::ptx, Barrier::cuda_barrier));
+
+// ---- GPU tests: races the values show only by luck, made to show (TestHooks) ---------------
+//
+// The wait for the bulk stores (TODO 4) must return only once every store has finished
+// READING shared memory: the next round writes that buffer again. A wait that lets a store
+// still be pending (wait_group.read 1, say) races with those writes through the async proxy,
+// which racecheck cannot see, and the values are nearly always right, because the writes come
+// microseconds after the store has read its batch. With poison_after_store_wait the issuing
+// thread overwrites the buffer with poison right after its wait returns, starting with the
+// chunk a store reads last: a store still reading copies poison out. Large batches (32 KB)
+// and many rounds per block give a store that is still reading every chance to be caught;
+// after a correct wait the poison is always overwritten first.
+
+class GpuTmaStoreHazards : public GpuTmaTestWithParam<Variant> {};
+
+TEST_P(GpuTmaStoreHazards, TheWaitForTheBulkStoresCoversEveryStoreThatReadsTheBuffer) {
+  const Variant variant = GetParam();
+  tma_bulk_copy::TestHooks hooks;
+  hooks.poison_after_store_wait = true;
+  for (const ShapeCase s :
+       {ShapeCase{8, {16, 256}}, ShapeCase{1, {4, 64}}, ShapeCase{4, {3, 96}}}) {
+    const std::size_t batch =
+        tma_bulk_copy::batch_elements(s.shape.threads_per_block, s.vectors_per_thread);
+    const std::size_t blocks = static_cast<std::size_t>(s.shape.blocks);
+    for (std::size_t n : {blocks * 12 * batch, blocks * 9 * batch + 4097, blocks * batch - 3}) {
+      ASSERT_TRUE(matches_reference({variant, 4, s.vectors_per_thread}, s.shape, n, hooks))
+          << " (the bulk store of a round read its buffer after the wait for it returned: "
+             "the next round's writes, poison here, reached the output)"
+          << concerns_todo(4);
+    }
+  }
+  // The plain bulk copy stores the very buffer the next round loads into.
+  const Barrier barrier = variant == Variant::single_ptx ? Barrier::ptx : Barrier::cuda_barrier;
+  const std::size_t words = 16 * 10 * 8192 + 36;
+  course::DeviceBuffer<std::uint32_t> in(words), out(words);
+  course::fill_hash(in.span(), 101);
+  course::poison(out.data(), out.bytes());
+  tma_bulk_copy::prepare_bulk_copy(in.data(), out.data(), words * sizeof(std::uint32_t), barrier,
+                                   {16, 256}, 8, hooks)(0);
+  const unsigned errors = tma_bulk_copy::take_wait_errors();
+  ASSERT_EQ(errors, 0u) << tma_bulk_copy::describe_wait_errors(errors);
+  const auto c = course::compare_exact<std::uint32_t>(course::to_host(in.cspan()),
+                                                      course::to_host(out.cspan()));
+  EXPECT_TRUE(c.ok()) << "plain bulk copy, " << name(barrier) << ": " << c.summary()
+                      << concerns_todo(4);
+}
+
+// The barrier before the bulk store (TODO 5): the store is issued by one thread and reads
+// the outputs every warp wrote into shared memory, so it must wait for every warp, not only
+// its own. With hold_back, every warp but one (a different one in each block) computes its
+// outputs late: a store issued after a warp-wide sync only stores poison or the last round.
+
+TEST_P(GpuTmaStoreHazards, TheBulkStoreWaitsForEveryWarpsOutputs) {
+  const Variant variant = GetParam();
+  tma_bulk_copy::TestHooks hooks;
+  hooks.hold_back = course::batches::HoldBack{50000};  // 50 us per batch
+  for (const ShapeCase s : {ShapeCase{4, {16, 256}}, ShapeCase{2, {6, 96}}}) {
+    const std::size_t batch =
+        tma_bulk_copy::batch_elements(s.shape.threads_per_block, s.vectors_per_thread);
+    const std::size_t blocks = static_cast<std::size_t>(s.shape.blocks);
+    for (std::size_t n : {blocks * 3 * batch + 4097, blocks * batch}) {
+      ASSERT_TRUE(matches_reference({variant, 4, s.vectors_per_thread}, s.shape, n, hooks))
+          << " (a bulk store read outputs that another warp had not written yet)"
+          << concerns_todo(5);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Single, GpuTmaStoreHazards,
+                         ::testing::Values(Variant::single_ptx, Variant::single_barrier),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param == Variant::single_ptx ? std::string("single_ptx")
+                                                                    : std::string("single_barrier");
+                         });
 
 // ---- GPU tests: the deliberately broken variants fail, in bounded time ----------------------
 

@@ -90,7 +90,7 @@ __device__ void compute_and_store(const std::uint32_t* staged, std::uint32_t* re
 template <Variant V, bool Compute>
 __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
                                   std::uint32_t* __restrict__ out, std::size_t n,
-                                  int vectors_per_thread) {
+                                  int vectors_per_thread, TestHooks hooks) {
 #if __CUDA_ARCH__ >= 900
   extern __shared__ uint4 shared_storage[];  // staged batch, then results batch
   __shared__ std::uint64_t full;             // the mbarrier: 8 bytes of shared memory
@@ -103,10 +103,19 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
   // TODO 1: afterwards `full` is an mbarrier expecting one arrival per phase, its
   //         initialisation (by one thread) is visible to the async proxy that will complete
   //         its transactions, and no thread of the block uses it before that.
+  // Tests only (TestHooks, off by default): the hooks that make a race show in the values.
+  const unsigned hold_ns = hooks.hold_back.nanoseconds;
+  std::uint32_t* const store_source = Compute ? results : staged;
+  course::batches::poison_shared(staged, (Compute ? 2 : 1) * batch * sizeof(std::uint32_t),
+                                 hold_ns);
 
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
     wait_stores_read(issuer);  // `staged` (plain copy) or `results` is free again
+    if (issuer) {              // tests only: the next round's writes, at once
+      device::poison_store_source(store_source, batch * sizeof(std::uint32_t),
+                                  hooks.poison_after_store_wait);
+    }
     if (issuer) {
       issue_batch(staged, in, b, &full,
                   V == Variant::broken_wrong_expect_tx ? kBrokenExtraBytes : 0);
@@ -116,12 +125,18 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
     //         this thread: the phase of `full` that this round's copy completes is over
     //         (device::wait_parity_bounded waits for a phase; false means it timed out).
     if (__syncthreads_or(!arrived)) break;  // a timed-out wait ends the block, every thread
+    course::batches::hold_back(hold_ns);    // tests only: every warp but one computes late
     compute_and_store<Compute, Compute && V != Variant::broken_missing_proxy_fence>(
         staged, results, out, b, batch, n, issuer);
   }
   wait_stores_read(issuer);  // shared memory must outlive the stores that read it
+  if (issuer) {              // tests only: a store still reading would read poison
+    device::poison_store_source(store_source, batch * sizeof(std::uint32_t),
+                                hooks.poison_after_store_wait);
+  }
 #else
   device::not_sm90(in, out, n, vectors_per_thread);
+  (void)hooks;
 #endif
 }
 
@@ -130,7 +145,7 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
 template <bool Compute>
 __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
                                       std::uint32_t* __restrict__ out, std::size_t n,
-                                      int vectors_per_thread) {
+                                      int vectors_per_thread, TestHooks hooks) {
 #if __CUDA_ARCH__ >= 900
   extern __shared__ uint4 shared_storage[];
   __shared__ BlockBarrier bar;
@@ -144,10 +159,19 @@ __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   __syncthreads();
+  // Tests only (TestHooks, off by default), as in single_ptx_kernel.
+  const unsigned hold_ns = hooks.hold_back.nanoseconds;
+  std::uint32_t* const store_source = Compute ? results : staged;
+  course::batches::poison_shared(staged, (Compute ? 2 : 1) * batch * sizeof(std::uint32_t),
+                                 hold_ns);
 
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
     wait_stores_read(issuer);
+    if (issuer) {  // tests only: the next round's writes, at once
+      device::poison_store_source(store_source, batch * sizeof(std::uint32_t),
+                                  hooks.poison_after_store_wait);
+    }
     BlockBarrier::arrival_token token;
     // TODO 6: afterwards this thread has arrived on `bar` once for this round and holds the
     //         token of that arrival; the issuer has started the batch's bulk copy (whole
@@ -156,11 +180,17 @@ __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
     //         device::copy_leftover_in, before the issuer's arrival.)
     const bool arrived = device::wait_token_bounded(bar, static_cast<decltype(token)&&>(token));
     if (__syncthreads_or(!arrived)) break;
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one computes late
     compute_and_store<Compute, Compute>(staged, results, out, b, batch, n, issuer);
   }
   wait_stores_read(issuer);
+  if (issuer) {  // tests only: a store still reading would read poison
+    device::poison_store_source(store_source, batch * sizeof(std::uint32_t),
+                                hooks.poison_after_store_wait);
+  }
 #else
   device::not_sm90(in, out, n, vectors_per_thread);
+  (void)hooks;
 #endif
 }
 
@@ -169,8 +199,9 @@ __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
 template <int Stages>
 __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
                                 std::uint32_t* __restrict__ out, std::size_t n,
-                                int vectors_per_thread) {
+                                int vectors_per_thread, TestHooks hooks) {
 #if __CUDA_ARCH__ >= 900
+  (void)hooks;  // no bulk store, and one region holds the consumers' wait, compute and release
   extern __shared__ uint4 shared_storage[];    // Stages batches
   __shared__ std::uint64_t full[Stages];       // batch landed: 1 arrival + its bytes
   __shared__ std::uint64_t empty[Stages];      // buffer released: one arrival per consumer
@@ -208,6 +239,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   }
 #else
   device::not_sm90(in, out, n, vectors_per_thread);
+  (void)hooks;
 #endif
 }
 

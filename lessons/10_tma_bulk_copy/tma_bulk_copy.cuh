@@ -182,6 +182,22 @@ unsigned take_wait_errors();
 /// out after 2000 ms: was the expected byte count right?)".
 std::string describe_wait_errors(unsigned errors);
 
+/// Tests only: what a launch does to make a race of the kernel's own synchronisation show in
+/// its values. The default, every field 0 or false, does nothing (a normal run pays one test
+/// of a kernel argument). The single kernels and the plain bulk copy honour both; the
+/// pipeline kernel ignores them.
+struct TestHooks {
+  /// Right after each wait_stores_read() (TODO 4; also the last one, before the block exits)
+  /// the issuing thread overwrites the buffer the bulk stores read with poison, its last
+  /// 16-byte chunk first (device::poison_store_source explains why). After a wait that let a
+  /// store still read the buffer, that store reads the poison and the output shows it.
+  bool poison_after_store_wait = false;
+  /// Before the threads compute a batch into the output buffer, every warp but one waits this
+  /// long (course::batches::hold_back): a bulk store issued before every warp has written its
+  /// part of the buffer stores what was there before (the barrier before the store, TODO 5).
+  course::batches::HoldBack hold_back;
+};
+
 /// Validates the arguments, sets the kernel's shared-memory attribute and picks the kernel
 /// instantiation, then returns the launch: calling it with a stream runs the
 /// copy-and-compute workload (course/workload.h) on that stream,
@@ -196,7 +212,7 @@ std::string describe_wait_errors(unsigned errors);
 /// empty input the launch does nothing.
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
-                                        LaunchShape shape);
+                                        LaunchShape shape, TestHooks hooks = {});
 
 /// prepare_copy_and_compute(in, out, config, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
@@ -230,6 +246,7 @@ inline const char* name(Barrier barrier) {
 /// multiple of 32; blocks >= 1; vectors_per_thread is 1, 2, 4 or 8. The device must have
 /// compute capability 9.0 (std::runtime_error). For 0 bytes the launch does nothing.
 course::Launch prepare_bulk_copy(const void* src, void* dst, std::size_t bytes, Barrier barrier,
-                                 LaunchShape shape, int vectors_per_thread = 4);
+                                 LaunchShape shape, int vectors_per_thread = 4,
+                                 TestHooks hooks = {});
 
 }  // namespace tma_bulk_copy

@@ -100,6 +100,31 @@ __device__ inline void copy_leftover_out(std::uint32_t* out, const std::uint32_t
   }
 }
 
+/// Tests only (TestHooks::poison_after_store_wait, `on`): called by the issuing thread right
+/// after its wait_stores_read(), it overwrites the `bytes` bytes at `buffer`, the buffer the
+/// bulk stores read, with course::batches::kSharedPoison, the last 16-byte chunk first, then
+/// orders those writes before any later bulk copy into the buffer (fence.proxy.async).
+/// Why: the wait must let no store still *read* shared memory, because the next round writes
+/// the buffer again. A wait that lets one store still pending (wait_group.read 1 where every
+/// store must be done) is a race racecheck cannot see (the store reads through the async
+/// proxy, outside its view), and the values rarely show it: the next round's writes come
+/// long after the store has read its 16 KB. Here they come at once, from the end of the
+/// buffer, which a store reading from the start reaches last: a store that still reads
+/// copies poison to global memory. After a correct wait no store reads the buffer any more,
+/// and the round overwrites the poison before anyone reads it.
+/// (Out of line, as course::batches' hooks: its proxy fence stays out of the kernels' PTX,
+/// where the checks look for the fence TODO 5 writes.)
+__device__ __noinline__ inline void poison_store_source_now(std::uint32_t* buffer,
+                                                            std::size_t bytes) {
+  uint4* chunks = reinterpret_cast<uint4*>(buffer);
+  const std::uint32_t p = course::batches::kSharedPoison;
+  for (std::size_t c = bytes / 16; c-- > 0;) chunks[c] = make_uint4(p, p, p, p);
+  NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
+}
+__device__ inline void poison_store_source(std::uint32_t* buffer, std::size_t bytes, bool on) {
+  if (on) poison_store_source_now(buffer, bytes);
+}
+
 /// The compute step of one staged batch into shared memory (results[i] for the batch's
 /// element i), the block's `threads` threads sharing the work like compute_batch() does.
 __device__ inline void compute_into(std::uint32_t* results, const std::uint32_t* staged,

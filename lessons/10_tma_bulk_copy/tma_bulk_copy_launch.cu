@@ -16,7 +16,7 @@
 namespace tma_bulk_copy {
 namespace {
 
-using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, int);
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, int, TestHooks);
 
 constexpr const char* kWhere = "tma_bulk_copy::copy_and_compute";
 constexpr const char* kWhereCopy = "tma_bulk_copy::bulk_copy";
@@ -65,11 +65,12 @@ void require_valid_config(const Config& config, int threads_per_block) {
 
 /// Opts the kernel in to `shared` bytes of dynamic shared memory and returns the launch.
 course::Launch launch_of(Kernel kernel, const std::uint32_t* src, std::uint32_t* dst, std::size_t n,
-                         int vectors, LaunchShape shape, int threads, std::size_t shared) {
+                         int vectors, LaunchShape shape, int threads, std::size_t shared,
+                         TestHooks hooks) {
   COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(shared)));
   return [=](cudaStream_t stream) {
-    kernel<<<shape.blocks, threads, shared, stream>>>(src, dst, n, vectors);
+    kernel<<<shape.blocks, threads, shared, stream>>>(src, dst, n, vectors, hooks);
     COURSE_CHECK_LAUNCH();
   };
 }
@@ -105,7 +106,7 @@ std::string describe_wait_errors(unsigned errors) {
 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
-                                        LaunchShape shape) {
+                                        LaunchShape shape, TestHooks hooks) {
   course::require(
       in.size() == out.size(), kWhere,
       "in has " + std::to_string(in.size()) + " elements, out " + std::to_string(out.size()));
@@ -118,7 +119,7 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   course::require_current_device({9, 0}, kWhere, "cp.async.bulk and mbarrier transaction counts");
   return launch_of(kernel_for(config), in.data(), out.data(), in.size(), config.vectors_per_thread,
                    shape, block_threads(config, shape.threads_per_block),
-                   shared_bytes(config, shape.threads_per_block));
+                   shared_bytes(config, shape.threads_per_block), hooks);
 }
 
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
@@ -135,7 +136,7 @@ int max_blocks_per_sm(const Config& config, int threads_per_block) {
 }
 
 course::Launch prepare_bulk_copy(const void* src, void* dst, std::size_t bytes, Barrier barrier,
-                                 LaunchShape shape, int vectors_per_thread) {
+                                 LaunchShape shape, int vectors_per_thread, TestHooks hooks) {
   course::require(bytes % 16 == 0, kWhereCopy,
                   "bytes must be a multiple of 16 (a bulk copy moves whole 16-byte chunks), got " +
                       std::to_string(bytes));
@@ -159,7 +160,7 @@ course::Launch prepare_bulk_copy(const void* src, void* dst, std::size_t bytes, 
       batch_elements(shape.threads_per_block, vectors_per_thread) * sizeof(std::uint32_t);
   return launch_of(kernel, static_cast<const std::uint32_t*>(src), static_cast<std::uint32_t*>(dst),
                    bytes / sizeof(std::uint32_t), vectors_per_thread, shape,
-                   shape.threads_per_block, shared);
+                   shape.threads_per_block, shared, hooks);
 }
 
 }  // namespace tma_bulk_copy

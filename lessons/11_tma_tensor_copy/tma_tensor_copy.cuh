@@ -65,6 +65,12 @@ struct CopyConfig {
   int box_cols = 64;  ///< 4 to 256, a multiple of 4 (16 bytes)
   int stages = 4;     ///< kMinStages to kMaxStages tiles in flight per block
   OobFill fill = OobFill::zero;
+  /// Tests only: right after each wait for the tensor stores (wait_group.read 0), the
+  /// thread overwrites the stages they read with poison, the last 16-byte chunk first
+  /// (poison_after_store_wait in tma_tensor_copy_device.cuh). A store the wait did not cover
+  /// (one store_box, TODO 3, left out of a bulk group) still reads its stage then, and the
+  /// output shows the poison. false, the default, costs nothing.
+  bool poison_after_store_wait = false;
 };
 
 /// Shared memory of one tile-copy block: `stages` boxes plus the alignment slack.
@@ -140,6 +146,9 @@ struct BroadcastConfig {
   /// so the C requests for one tile reach the memory system at different times (the blocks
   /// of a cluster otherwise run in step and ask for each tile together).
   bool stagger = false;
+  /// Tests only: as CopyConfig::poison_after_store_wait, after thread 0's wait for the
+  /// tensor store of each tile.
+  bool poison_after_store_wait = false;
 };
 
 inline constexpr int kBroadcastTileRows = 64;

@@ -55,6 +55,34 @@ __device__ inline void wait_phase(std::uint64_t* bar, std::uint32_t parity) {
 #endif
 }
 
+/// Tests only (`on`): called right after a wait for the tensor stores, it overwrites the
+/// `bytes` bytes (a multiple of 16) at `smem`, the stage the stores read, with poison (0xA5
+/// bytes), the last 16-byte chunk first, then orders those writes before later tensor loads
+/// into the stage (fence.proxy.async). Why: the wait (cp.async.bulk.wait_group.read 0) covers
+/// only the stores committed into a bulk group before it. A store left out of every group
+/// still reads its stage after the wait returns; racecheck cannot see that (the store reads
+/// through the async proxy), and the values rarely show it, because the stage is written
+/// again only when its next tile lands, long after. Here the stage is overwritten at once,
+/// from the end a store reads last: a store still reading copies poison to global memory.
+/// After a wait that covered every store, the poison is never read (the stage's next tile
+/// overwrites it first, or the stage is not read again).
+/// Out of line: its instructions stay out of the kernels' PTX, which the checks read.
+__device__ __noinline__ inline void poison_stage_now(void* smem, std::uint32_t bytes) {
+#if __CUDA_ARCH__ >= 900
+  uint4* chunks = static_cast<uint4*>(smem);
+  for (std::uint32_t c = bytes / 16; c-- > 0;) {
+    chunks[c] = make_uint4(0xA5A5A5A5u, 0xA5A5A5A5u, 0xA5A5A5A5u, 0xA5A5A5A5u);
+  }
+  ptx::fence_proxy_async(ptx::space_shared);
+#else
+  (void)smem;
+  (void)bytes;
+#endif
+}
+__device__ inline void poison_after_store_wait(void* smem, std::uint32_t bytes, bool on) {
+  if (on) poison_stage_now(smem, bytes);
+}
+
 /// cp.async.bulk.tensor with .multicast::cluster: the box lands at the same shared-memory
 /// offset in every block of the cluster whose bit is set in `cta_mask`, and each of those
 /// blocks' mbarrier at `bar`'s offset receives the bytes. Inline PTX: cuda::ptx offers this

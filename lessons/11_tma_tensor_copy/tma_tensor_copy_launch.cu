@@ -142,7 +142,7 @@ course::Launch prepare_tile_copy(cuda::std::span<const float> in, cuda::std::spa
   const CopyConfig c = config;
   return [=](cudaStream_t stream) {
     tile_copy_kernel<<<grid, 32, shared, stream>>>(in_map, out_map, c.box_rows, c.box_cols, tiles_x,
-                                                   tiles, c.stages);
+                                                   tiles, c.stages, c.poison_after_store_wait);
     COURSE_CHECK_LAUNCH();
   };
 }
@@ -315,7 +315,8 @@ course::Launch prepare_broadcast(cuda::std::span<const float> in, Shape shape,
     cudaLaunchAttribute attribute{};
     const cudaLaunchConfig_t launch = cluster_launch_config(c, grid_clusters, &attribute, stream);
     COURSE_CHECK(cudaLaunchKernelEx(&launch, broadcast_kernel, tile_map, slice_map, out_map,
-                                    tiles_x, tiles, c.stages, c.multicast, c.stagger));
+                                    tiles_x, tiles, c.stages, c.multicast, c.stagger,
+                                    c.poison_after_store_wait));
     COURSE_CHECK_LAUNCH();
   };
 }

@@ -17,7 +17,8 @@ namespace tma_tensor_copy {
 /// k % stages, wait, store, refill. One thread does all of it.
 __global__ void tile_copy_kernel(const __grid_constant__ CUtensorMap in_map,
                                  const __grid_constant__ CUtensorMap out_map, int box_rows,
-                                 int box_cols, int tiles_x, int tiles, int stages) {
+                                 int box_cols, int tiles_x, int tiles, int stages,
+                                 bool poison_after_wait) {
 #if __CUDA_ARCH__ >= 900
   extern __shared__ unsigned char dynamic_smem[];
   __shared__ std::uint64_t full[kMaxStages];
@@ -52,10 +53,17 @@ __global__ void tile_copy_kernel(const __grid_constant__ CUtensorMap in_map,
     store_box<2>(&out_map, buffers + s * stage_bytes, {col, row});
     if (k + stages < mine) {
       ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});  // the store has read stage s
+      // Tests only (CopyConfig::poison_after_store_wait): the refill's writes, at once.
+      poison_after_store_wait(buffers + s * stage_bytes, box_bytes, poison_after_wait);
       issue(k + stages);
     }
   }
   ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});  // shared memory outlives the reads
+  for (int s = stages; s-- > 0;) {  // tests only: a store still reading would read poison
+    poison_after_store_wait(buffers + s * stage_bytes, box_bytes, poison_after_wait);
+  }
+#else
+  (void)poison_after_wait;
 #endif
 }
 

@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(kBroadcastThreads)
     broadcast_kernel(const __grid_constant__ CUtensorMap tile_map,
                      const __grid_constant__ CUtensorMap slice_map,
                      const __grid_constant__ CUtensorMap out_map, int tiles_x, int tiles,
-                     int stages, bool multicast, bool stagger) {
+                     int stages, bool multicast, bool stagger, bool poison_after_wait) {
 #if __CUDA_ARCH__ >= 900
   constexpr int kElements = kBroadcastTileRows * kBroadcastTileCols;
   constexpr std::uint32_t kTileBytes = kElements * sizeof(float);
@@ -251,6 +251,8 @@ __global__ void __launch_bounds__(kBroadcastThreads)
       origin(k, row0, col0);
       store_box<3>(&out_map, tile, {col0, row0, rank});
       ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+      // Tests only (BroadcastConfig::poison_after_store_wait): the next writes, at once.
+      poison_after_store_wait(tile, kTileBytes, poison_after_wait);
     }
     // No block refills stage s (in its peers too, with multicast) before every block of the
     // cluster is done with it; after the last tile this is also the barrier that keeps every

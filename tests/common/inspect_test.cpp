@@ -74,6 +74,87 @@ TEST(Inspect, SplitsACuobjdumpListingIntoFunctions) {
   EXPECT_TRUE(uses(functions[1].body, "LDG"));
 }
 
+// A loop of two hinted copies as nvcc emits lesson 09's cache kernel (shortened names): the
+// policy each copy carries must be traceable to its createpolicy through movs and a loop.
+const char* const kHintedLoop = R"(
+{
+	.reg .b64 %rd<30>;
+	.shared .align 16 .b8 _ZZ6kernelE6staged[16384];
+	ld.param.u64 %rd10, [_Z6kernelPKjS0__param_0];
+	ld.param.u64 %rd11, [_Z6kernelPKjS0__param_1];
+	mov.u32 %r8, %ctaid.x;
+	mul.wide.u32 %rd1, %r8, 4096;
+	createpolicy.fractional.L2::evict_first.b64 %rd16, 1.0;
+	createpolicy.fractional.L2::evict_last.b64 %rd17, 1.0;
+	mov.b64 %rd5, %rd17;  // a copy of the policy register
+	add.s64 %rd7, %rd10, %rd1;
+	add.s64 %rd8, %rd11, %rd1;
+	mov.u32 %r15, _ZZ6kernelE6staged;
+	mov.u32 %r50, %tid.x;
+$L__BB66_5:
+	mul.wide.u32 %rd24, %r50, 16;
+	add.s64 %rd20, %rd7, %rd24;
+	add.s32 %r12, %r15, %r50;
+	cp.async.cg.shared.global.L2::cache_hint [%r12], [%rd20], 16, %rd16;
+	add.s64 %rd22, %rd8, %rd24;
+	@%p3 cp.async.cg.shared.global.L2::cache_hint [%r12], [%rd22], 16, %rd5;
+	ld.shared.v4.u32 {%r20, %r21, %r22, %r23}, [%r12];
+	add.s32 %r50, %r50, %r21;
+	setp.lt.u32 %p3, %r50, 1024;
+	@%p3 bra $L__BB66_5;
+	{ // an inline-asm scope
+	.reg .pred p;
+	setp.ne.b32 p, %r3, 0;
+	}
+	ret;
+}
+)";
+
+TEST(Inspect, SplitsPtxIntoInstructions) {
+  const auto code = ptx_instructions(kHintedLoop);
+  ASSERT_FALSE(code.empty());
+  EXPECT_EQ(code.front().opcode, "ld.param.u64");
+  EXPECT_EQ(code.front().operands,
+            (std::vector<std::string>{"%rd10", "[_Z6kernelPKjS0__param_0]"}));
+  int hinted = 0;
+  for (const auto& instruction : code) {
+    EXPECT_NE(instruction.opcode.front(), '.') << "a directive is no instruction";
+    EXPECT_NE(instruction.opcode.front(), '$') << "a label is no instruction";
+    EXPECT_NE(instruction.opcode.front(), '@') << "the guard is no part of the opcode";
+    if (instruction.opcode == "cp.async.cg.shared.global.L2::cache_hint") {
+      ++hinted;
+      EXPECT_EQ(instruction.operands.size(), 4u);
+    }
+    if (instruction.opcode == "ld.shared.v4.u32") {
+      EXPECT_EQ(instruction.operands,
+                (std::vector<std::string>{"{%r20, %r21, %r22, %r23}", "[%r12]"}));
+    }
+  }
+  EXPECT_EQ(hinted, 2);
+  EXPECT_EQ(code.back().opcode, "ret");
+}
+
+TEST(Inspect, TracesWhereEachOperandComesFrom) {
+  const auto code = ptx_instructions(kHintedLoop);
+  const ValueOrigins origins = value_origins(code);
+  const std::string first = "createpolicy.fractional.L2::evict_first.b64";
+  const std::string last = "createpolicy.fractional.L2::evict_last.b64";
+  EXPECT_EQ(operand_origins("%rd16", origins), (std::set<std::string>{first}));
+  EXPECT_EQ(operand_origins("%rd5", origins), (std::set<std::string>{last}));  // through a mov
+  // The sources: a parameter plus an index made from special registers and the loop.
+  EXPECT_EQ(operand_origins("[%rd20]", origins).count("param_0"), 1u);
+  EXPECT_EQ(operand_origins("[%rd20]", origins).count("param_1"), 0u);
+  EXPECT_EQ(operand_origins("[%rd22]", origins).count("param_1"), 1u);
+  EXPECT_EQ(operand_origins("[%rd22]", origins).count("param_0"), 0u);
+  EXPECT_EQ(operand_origins("[%r12]", origins).count("_ZZ6kernelE6staged"), 1u);
+  // Every register of a vector load is written; the loop carries the loaded value into %r50.
+  EXPECT_EQ(operand_origins("%r23", origins), operand_origins("%r20", origins));
+  EXPECT_EQ(operand_origins("%r50", origins).count("_ZZ6kernelE6staged"), 1u);
+  EXPECT_TRUE(operand_origins("%tid.x", origins).empty());
+  EXPECT_EQ(operand_origins("_Z6kernelPKjS0__param_1", origins),
+            (std::set<std::string>{"param_1"}));
+}
+
 TEST(Inspect, RunCommandReturnsOutputAndThrowsOnFailure) {
   EXPECT_EQ(run_command("echo hello"), "hello\n");
   EXPECT_THROW(run_command("exit 3"), std::runtime_error);

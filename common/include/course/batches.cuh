@@ -14,6 +14,7 @@
 #include <cuda_pipeline_primitives.h>
 #include <cuda_runtime.h>
 #include <cuda/ptx>
+#include <nv/target>
 
 #include <cstddef>
 #include <cstdint>
@@ -108,6 +109,79 @@ __device__ inline void hold_back_readers(const std::uint32_t* staged, std::size_
   const std::uint32_t seen = *word;
   const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
   while (*word == seen && cuda::ptx::get_sreg_globaltimer() - start < delay_ns) __nanosleep(256);
+}
+
+// ---- Tests only: warps held back, so that a barrier that is too narrow shows in the values --
+//
+// A block-wide barrier or wait that a kernel gets wrong (a __syncwarp where every warp of the
+// block must wait, a wait that covers only this thread's own copies) is a race that the
+// values rarely show: the warps of a block run close together, so the data another warp
+// stages is usually there by the time it is read, and a refill usually lands after the
+// slower readers have finished. Racecheck does not see every such race either (not those
+// through the async proxy, nor a missing wait for cp.async). hold_back() takes the luck out:
+// every warp of the block but one, the runner, waits at the points the kernel marks.
+//  - Before it stages a batch: the runner then reads the batch long before the others have
+//    written their part of it. A reader that waited for the whole block waits for them and
+//    reads the batch; one that waited only for its own warp reads what the buffer held
+//    before (poison_shared() at the start, or the previous batch): wrong values.
+//  - Before it reads a staged batch: the runner then refills the buffer long before the
+//    others have read what it holds. A refill that waited for every reader is harmless; one
+//    that waited only for its own warp overwrites data the others have yet to read.
+// Only a warp of one block can be the runner, and a race needs the runner on the right side
+// of it, so the runner changes from block to block (warp blockIdx.x % warps): a test launches
+// at least as many blocks as a block has warps. A correct kernel computes the right values,
+// only later. Off (0 ns, the default) a kernel pays one comparison of a kernel argument.
+
+/// Tests only: how long hold_back() holds back every warp of a block but the runner. 0, the
+/// default, holds nobody back; a lesson's launcher passes it to its kernel.
+struct HoldBack {
+  unsigned nanoseconds = 0;
+};
+
+/// The warp of the calling block that hold_back() never holds back: warp blockIdx.x % warps.
+__device__ inline unsigned runner_warp() {
+  const unsigned warps = (blockDim.x + 31) / 32;
+  return blockIdx.x % warps;
+}
+
+/// The 32-bit word poison_shared() writes: the pattern of course::poison() (0xA5 bytes).
+inline constexpr std::uint32_t kSharedPoison = 0xA5A5A5A5u;
+
+// The hooks' work is out of line (__noinline__): their instructions (a barrier, a proxy
+// fence, the timer) stay out of the kernels' own PTX, which the PTX checks read, and a run
+// without them pays only the test of a kernel argument.
+namespace detail {
+
+__device__ __noinline__ inline void hold_back_for(unsigned delay_ns) {
+  if (threadIdx.x / 32 == runner_warp()) return;
+  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+  while (cuda::ptx::get_sreg_globaltimer() - start < delay_ns) __nanosleep(256);
+}
+
+__device__ __noinline__ inline void poison_shared_now(void* staging, std::size_t bytes) {
+  std::uint32_t* words = static_cast<std::uint32_t*>(staging);
+  for (std::size_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) words[i] = kSharedPoison;
+  NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
+  __syncthreads();
+}
+
+}  // namespace detail
+
+/// Tests only (`delay_ns` > 0): every warp of the block but runner_warp() waits `delay_ns`
+/// nanoseconds (the GPU's global timer). Call it with every thread at the same point.
+__device__ inline void hold_back(unsigned delay_ns) {
+  if (delay_ns != 0) detail::hold_back_for(delay_ns);
+}
+
+/// Tests only (`delay_ns` > 0, the hold_back() delay of the same launch): the whole block
+/// fills `bytes` (a multiple of 4) of shared memory at `staging` with kSharedPoison, then
+/// syncs, so that a batch read before its stagers wrote it reads poison, not whatever an
+/// earlier block left there (which may be the right data, from an earlier launch). On sm_90
+/// each thread also orders its poison before later bulk copies into the same bytes
+/// (fence.proxy.async: they write through the async proxy). Every thread must call it,
+/// before anything is staged.
+__device__ inline void poison_shared(void* staging, std::size_t bytes, unsigned delay_ns) {
+  if (delay_ns != 0) detail::poison_shared_now(staging, bytes);
 }
 
 /// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of

@@ -120,8 +120,7 @@ void validate(Settings& s) {
 /// What every part of the run shares: the data in pinned host memory (the only kind a copy
 /// can overlap anything from), its device copy, the harness, one stream per chunk, the job.
 struct Experiment {
-  Experiment(const Settings& settings, const course::DeviceSummary& device,
-             const model::Gpu& model)
+  Experiment(const Settings& settings, const course::DeviceSummary& device, const model::Gpu& model)
       : s(settings),
         gpu(device),
         this_gpu(model),
@@ -267,8 +266,8 @@ SweepResult run_sweep(Experiment& x) {
       const course::Launch launch = ot::prepare_transfer_and_compute(order, x.job, c, x.streams);
       const std::string check = x.checked_run(name, launch);
       const double ms = x.time_ms(launch);
-      x.harness.record_sweep("chunks", params(ot::order_name(order)), name, ms,
-                             x.bytes_both_ways(), check);
+      x.harness.record_sweep("chunks", params(ot::order_name(order)), name, ms, x.bytes_both_ways(),
+                             check);
       x.harness.record_sweep("model", params(ot::order_name(order)), "model " + name,
                              model::predict(x.this_gpu, order, c, t), x.bytes_both_ways(), "-");
       if (c >= 2 && ms < r.best_ms) {
@@ -297,10 +296,9 @@ void run_timeline(Experiment& x, const model::StageTimes& at_chunks) {
                     model::simulate(model::issue_order(order, chunks, at_chunks), x.this_gpu)});
     double end = 0;
     for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
-    x.harness.record_sweep("timeline",
-                           {{"chunks", std::to_string(chunks)}, {"order", ot::order_name(order)}},
-                           name + ", events around every operation", end, x.bytes_both_ways(),
-                           check);
+    x.harness.record_sweep(
+        "timeline", {{"chunks", std::to_string(chunks)}, {"order", ot::order_name(order)}},
+        name + ", events around every operation", end, x.bytes_both_ways(), check);
   }
   if (!x.s.options.csv.empty()) {
     const std::string path = ot::timeline_csv_path(x.s.options.csv);

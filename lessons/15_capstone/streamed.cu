@@ -355,8 +355,8 @@ struct StreamedPart {
         w(static_cast<std::size_t>(k) * n),
         device_a(a_count),
         device_c(c_count),
-        job{host_a.data(), host_c.data(), w.data(), device_a.data(), device_c.data(),
-            rows,          k,             n,        config},
+        job{host_a.data(), host_c.data(), w.data(), device_a.data(), device_c.data(), rows, k, n,
+            config},
         flops(job_flops(job)),
         stage_counts(with_whole_job(s.chunk_counts)),
         streams(std::max(2, s.chunk_counts.back())) {  // >= 2: both ways
@@ -468,8 +468,8 @@ void measure_stage_times(StreamedPart& p) {
   p.both_ways_ms = p.time_ms(prepare_both_ways(p.job, p.streams));
   const double a_bytes = p.a_count * 4.0, c_bytes = p.c_count * 4.0;
   std::cout << "  whole job, each operation alone: H2D " << course::fixed(whole.h2d, 4) << " ms ("
-            << course::fixed(course::gigabytes_per_second(a_bytes, whole.h2d), 1)
-            << " GB/s), GEMM " << course::fixed(whole.kernel, 4) << " ms ("
+            << course::fixed(course::gigabytes_per_second(a_bytes, whole.h2d), 1) << " GB/s), GEMM "
+            << course::fixed(whole.kernel, 4) << " ms ("
             << course::fixed(p.flops / (whole.kernel * 1e9), 1) << " TFLOP/s), D2H "
             << course::fixed(whole.d2h, 4) << " ms ("
             << course::fixed(course::gigabytes_per_second(c_bytes, whole.d2h), 1)
@@ -543,11 +543,11 @@ void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string
     const auto compare = [&p, chunked] {
       return chunked ? p.against_sequential() : p.against_cublas();
     };
-    const bool ok = p.checked_run(what + " (timeline)",
-                                  chunked ? prepare_streamed(p.job, timeline_chunks, p.streams,
-                                                             &timeline)
-                                          : prepare_sequential(p.job, &timeline),
-                                  compare);
+    const bool ok =
+        p.checked_run(what + " (timeline)",
+                      chunked ? prepare_streamed(p.job, timeline_chunks, p.streams, &timeline)
+                              : prepare_sequential(p.job, &timeline),
+                      compare);
     runs.push_back(
         {order, timeline.read(),
          model::simulate(model::issue_order(chunked ? ot::Order::per_chunk : ot::Order::sequential,
@@ -556,8 +556,7 @@ void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string
     double end = 0;
     for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
     p.harness.record_sweep("streamed timeline", p.params(timeline_chunks, order.c_str()),
-                           what + ", events around every operation", end, p.flops,
-                           check_text(ok));
+                           what + ", events around every operation", end, p.flops, check_text(ok));
   }
   if (!csv.empty()) {
     const std::string path = ot::timeline_csv_path(csv);

@@ -145,8 +145,7 @@ struct PeerBuffers {
       : a(gpu_a),
         b(gpu_b),
         bytes(options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes)),
-        largest(std::max<std::uint64_t>(bytes,
-                                        options.quick ? kQuickSweepLargest : kSweepLargest)),
+        largest(std::max<std::uint64_t>(bytes, options.quick ? kQuickSweepLargest : kSweepLargest)),
         words(largest / 4),
         src_a(buffer_on(a, words)),
         dst_a(buffer_on(a, words)),
@@ -200,8 +199,7 @@ void run_both_directions(course::Harness& harness, PeerBuffers& p) {
                },
                [&] {
                  course::Comparison c = compare_prefix(p.expected_b, p.dst_a.data(), p.bytes);
-                 const course::Comparison d =
-                     compare_prefix(p.expected_a, p.dst_b.data(), p.bytes);
+                 const course::Comparison d = compare_prefix(p.expected_a, p.dst_b.data(), p.bytes);
                  c.checked += d.checked;
                  c.mismatches += d.mismatches;
                  return c;
@@ -222,14 +220,14 @@ void run_table(course::Harness& harness, PeerBuffers& p) {
     COURSE_CHECK(cudaMemcpyPeerAsync(p.dst_b.data(), p.b, p.src_a.data(), p.a, p.bytes, st));
   }));
   for (Width w : peer_to_peer::kWidths) {
-    harness.run(p.into_a(std::string("pull ") + peer_to_peer::name(w),
-                         peer_to_peer::prepare_copy(w, p.src_b.data(), p.dst_a.data(), p.bytes,
-                                                    p.a)));
+    harness.run(
+        p.into_a(std::string("pull ") + peer_to_peer::name(w),
+                 peer_to_peer::prepare_copy(w, p.src_b.data(), p.dst_a.data(), p.bytes, p.a)));
   }
   for (Width w : peer_to_peer::kWidths) {
-    harness.run(p.into_b(std::string("push ") + peer_to_peer::name(w),
-                         peer_to_peer::prepare_copy(w, p.src_a.data(), p.dst_b.data(), p.bytes,
-                                                    p.a)));
+    harness.run(
+        p.into_b(std::string("push ") + peer_to_peer::name(w),
+                 peer_to_peer::prepare_copy(w, p.src_a.data(), p.dst_b.data(), p.bytes, p.a)));
   }
   run_both_directions(harness, p);
 }
@@ -247,8 +245,8 @@ void run_size_sweep(course::Harness& harness, PeerBuffers& p,
     COURSE_CHECK(cudaStreamSynchronize(s));
     const bool ok = compare_prefix(p.expected_b, p.dst_a.data(), n).ok();
     const double ms = course::time_stream_work(copy, s, options.warmup, options.iters).median_ms;
-    harness.record_sweep("size", {{"bytes", std::to_string(n)}}, "copy engine b->a " + human(n),
-                         ms, static_cast<double>(n), ok ? "PASS" : "FAIL");
+    harness.record_sweep("size", {{"bytes", std::to_string(n)}}, "copy engine b->a " + human(n), ms,
+                         static_cast<double>(n), ok ? "PASS" : "FAIL");
     sizes.push_back(static_cast<double>(n));
     us.push_back(ms * 1e3);
   }
@@ -267,10 +265,9 @@ void run_size_sweep(course::Harness& harness, PeerBuffers& p,
 void run_halo_ring(course::Harness& harness, const std::vector<course::DeviceSummary>& devices,
                    const Settings& settings) {
   const course::CommonOptions& options = settings.options;
-  const halo::RingLayout layout{static_cast<int>(devices.size()),
-                                settings.rows ? settings.rows : (options.quick ? 64 : 8192),
-                                settings.width ? settings.width : (options.quick ? 256 : 8192),
-                                settings.radius};
+  const halo::RingLayout layout{
+      static_cast<int>(devices.size()), settings.rows ? settings.rows : (options.quick ? 64 : 8192),
+      settings.width ? settings.width : (options.quick ? 256 : 8192), settings.radius};
   course::enable_all_peer_access(devices);
   std::vector<int> ordinals;
   for (const auto& d : devices) ordinals.push_back(d.ordinal);
@@ -281,8 +278,8 @@ void run_halo_ring(course::Harness& harness, const std::vector<course::DeviceSum
   ring.load(grid);
   for (int step = 0; step < kCheckedSteps; ++step) peer_to_peer::halo_step(ring);
   const auto got = ring.gather();
-  const auto want = halo::reference_steps(grid, layout.total_rows(), layout.width, layout.radius,
-                                          0, kCheckedSteps);
+  const auto want = halo::reference_steps(grid, layout.total_rows(), layout.width, layout.radius, 0,
+                                          kCheckedSteps);
   const course::Comparison c =
       course::compare_exact(cuda::std::span<const std::uint32_t>(want.data(), want.size()),
                             cuda::std::span<const std::uint32_t>(got.data(), got.size()));
@@ -322,9 +319,8 @@ int run(const Settings& settings, const course::DeviceSummary& gpu) {
   // Last: whether cp.async accepts a peer's memory as its global source (a fault here
   // would end the run, so everything else has been measured by now).
   COURSE_CHECK(cudaSetDevice(a));
-  harness.run(p.into_a("pull cp.async 16B",
-                       peer_to_peer::prepare_cp_async_copy(p.src_b.data(), p.dst_a.data(),
-                                                           p.bytes, a)));
+  harness.run(p.into_a("pull cp.async 16B", peer_to_peer::prepare_cp_async_copy(
+                                                p.src_b.data(), p.dst_a.data(), p.bytes, a)));
   return harness.finish();
 }
 

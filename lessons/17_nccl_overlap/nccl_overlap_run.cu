@@ -200,8 +200,7 @@ void complete_settings(RunSettings& run, const course::CommonOptions& options, i
 namespace {
 
 double time_ms(course::Harness& harness, const course::Launch& l) {
-  return course::time_stream_work(l, harness.stream(), harness.warmup(), harness.iters())
-      .median_ms;
+  return course::time_stream_work(l, harness.stream(), harness.warmup(), harness.iters()).median_ms;
 }
 
 /// This rank's communicator (every rank calls it with the same id), and the line naming NCCL.
@@ -268,24 +267,24 @@ void run_part1(course::Harness& harness, Part1& p1, ncclComm_t comm) {
   std::cout << "Part 1: " << course::fixed(p1.count * 4.0 * p1.ranks / (1 << 20), 1)
             << " MiB buffers; the rate column is bus bandwidth (nccl-tests: algbw x (n-1)/n, "
                "x 2(n-1)/n for all-reduce)\n";
-  harness.run(collective_variant(
-      p1, comm, stream, Collective::all_gather, p1.ag_out.data(), p1.ag_out.size(),
-      [&](cudaStream_t s) {
-        COURSE_NCCL_CHECK(
-            ncclAllGather(p1.ag_in.data(), p1.ag_out.data(), p1.count, ncclFloat, comm, s));
-      }));
-  harness.run(collective_variant(
-      p1, comm, stream, Collective::reduce_scatter, p1.rs_out.data(), p1.rs_out.size(),
-      [&](cudaStream_t s) {
-        COURSE_NCCL_CHECK(ncclReduceScatter(p1.rs_in.data(), p1.rs_out.data(), p1.count,
-                                            ncclFloat, ncclSum, comm, s));
-      }));
-  harness.run(collective_variant(
-      p1, comm, stream, Collective::all_reduce, p1.ar_out.data(), p1.ar_out.size(),
-      [&](cudaStream_t s) {
-        COURSE_NCCL_CHECK(ncclAllReduce(p1.ar_in.data(), p1.ar_out.data(), p1.count * p1.ranks,
-                                        ncclFloat, ncclSum, comm, s));
-      }));
+  harness.run(collective_variant(p1, comm, stream, Collective::all_gather, p1.ag_out.data(),
+                                 p1.ag_out.size(), [&](cudaStream_t s) {
+                                   COURSE_NCCL_CHECK(ncclAllGather(p1.ag_in.data(),
+                                                                   p1.ag_out.data(), p1.count,
+                                                                   ncclFloat, comm, s));
+                                 }));
+  harness.run(collective_variant(p1, comm, stream, Collective::reduce_scatter, p1.rs_out.data(),
+                                 p1.rs_out.size(), [&](cudaStream_t s) {
+                                   COURSE_NCCL_CHECK(
+                                       ncclReduceScatter(p1.rs_in.data(), p1.rs_out.data(),
+                                                         p1.count, ncclFloat, ncclSum, comm, s));
+                                 }));
+  harness.run(collective_variant(p1, comm, stream, Collective::all_reduce, p1.ar_out.data(),
+                                 p1.ar_out.size(), [&](cudaStream_t s) {
+                                   COURSE_NCCL_CHECK(ncclAllReduce(
+                                       p1.ar_in.data(), p1.ar_out.data(), p1.count * p1.ranks,
+                                       ncclFloat, ncclSum, comm, s));
+                                 }));
   harness.headline(collective_name(Collective::all_gather));
 }
 
@@ -441,20 +440,21 @@ void print_layer_intro(const LayerShape& s, int m, bool gather_layer) {
 
 /// Stage times at `c` chunks: each stage's chunks back to back, alone, / c (lesson 14's
 /// method); the collective is the layer's H2D (all-gather) or D2H (reduce-scatter) stage.
-model::StageTimes layer_stage_times(course::Harness& harness, Part2& p2, bool gather_layer,
-                                    int c) {
+model::StageTimes layer_stage_times(course::Harness& harness, Part2& p2, bool gather_layer, int c) {
   const auto& list = p2.chunks(gather_layer, c);
   const Layers& layers = p2.layers;
-  const double coll_ms = time_ms(harness, [&](cudaStream_t st) {
-                           for (const LayerChunk& ch : list) {
-                             gather_layer ? all_gather(layers, ch, st)
-                                          : reduce_scatter(layers, ch, st);
-                           }
-                         }) /
-                         c;
-  const double gemm_ms = time_ms(harness, [&](cudaStream_t st) {
-                           for (const LayerChunk& ch : list) ch.gemm(st);
-                         }) /
+  const double coll_ms =
+      time_ms(harness,
+              [&](cudaStream_t st) {
+                for (const LayerChunk& ch : list) {
+                  gather_layer ? all_gather(layers, ch, st) : reduce_scatter(layers, ch, st);
+                }
+              }) /
+      c;
+  const double gemm_ms = time_ms(harness,
+                                 [&](cudaStream_t st) {
+                                   for (const LayerChunk& ch : list) ch.gemm(st);
+                                 }) /
                          c;
   return gather_layer ? model::StageTimes{coll_ms, gemm_ms, 0}
                       : model::StageTimes{0, gemm_ms, coll_ms};
@@ -471,7 +471,8 @@ LayerResult run_layer(course::Harness& harness, Part2& p2, const RunSettings& ru
   const double flops = gather_layer ? allgather_layer_flops(s) : reduce_scatter_layer_flops(s);
   const Collective coll = gather_layer ? Collective::all_gather : Collective::reduce_scatter;
   const std::size_t per_rank = std::size_t(s.shard_rows) * (gather_layer ? s.k : s.n_out);
-  const double bus_bytes = collective_bytes(coll, per_rank, run.ranks) * bus_factor(coll, run.ranks);
+  const double bus_bytes =
+      collective_bytes(coll, per_rank, run.ranks) * bus_factor(coll, run.ranks);
   const auto& whole = p2.whole(gather_layer);
   const auto sequential = [&, gather_layer](cudaStream_t st) {
     gather_layer ? issue_allgather_sequential(layers, whole, st)
@@ -577,8 +578,7 @@ double measure_sm_contention(course::Harness& harness, Part2& p2, const RunSetti
     }
     Layers l = p2.layers;
     l.comm = raw;
-    const double coll_alone =
-        time_ms(harness, [&](cudaStream_t st) { all_gather(l, gather, st); });
+    const double coll_alone = time_ms(harness, [&](cudaStream_t st) { all_gather(l, gather, st); });
     // Enough all-gathers to cover the GEMM, the same count on every rank.
     const int repeats = static_cast<int>(
         agree_max(raw, harness.stream(), std::lround(std::ceil(gemm_alone / coll_alone)) + 1));
@@ -588,8 +588,8 @@ double measure_sm_contention(course::Harness& harness, Part2& p2, const RunSetti
     const course::SweepParams params{{"max_ctas", std::to_string(ctas)},
                                      {"gemm_alone_ms", course::fixed(gemm_alone, 6)},
                                      {"gemm_beside_ms", course::fixed(beside, 6)}};
-    harness.record_sweep("SM contention", params, "all-gather alone, " + who, coll_alone,
-                         bus_bytes, "-");
+    harness.record_sweep("SM contention", params, "all-gather alone, " + who, coll_alone, bus_bytes,
+                         "-");
     if (ctas == 0) default_slowdown = beside / gemm_alone;
     std::cout << "  " << who << ": all-gather alone " << course::fixed(coll_alone, 4) << " ms ("
               << course::fixed(algbw_gbps(bus_bytes, coll_alone), 1)

@@ -139,32 +139,108 @@ std::string sweep_csv_path(const std::string& main_csv) {
   return main_csv + "_sweep.csv";
 }
 
-int Harness::finish() {
-  const std::string reference = reference_name_.empty() ? "reference" : reference_name_;
-  const std::string baseline_name = baseline_.empty() ? "baseline" : baseline_;
-  auto new_table = [&] {
-    ResultsTable table(reference, baseline_name, unit_);
-    if (roof_rate_) table.set_roof(roof_name_);
-    return table;
-  };
+// ---- finish(): the table, the sweeps, the CSVs, the headline, the targets, the verdict --------
+// Each step is its own function, in the order finish() prints them; every table is built
+// from measured_ by the same with_ratios(), so a row reads the same in every table and file.
+
+namespace {
+
+/// One judged goal as its TARGET line shows it: "TARGET: <text>: met (<value>)".
+struct Verdict {
+  std::string text;
+  bool met = false;
+  double value = 0;
+};
+
+std::string target_line(const Verdict& v) {
+  return "TARGET: " + v.text + ": " + (v.met ? "met" : "MISSED") + " (" + fixed(v.value, 3) + ")";
+}
+
+/// The ratio rule, written once for finish() and ratio_target_line(): the variant's rate over
+/// the other variant's. No verdict when either row is missing (not run, --variant) or the
+/// other's rate is not positive (a ratio to nothing says nothing).
+std::optional<Verdict> judge_ratio_target(const ResultsTable& table, const RatioTarget& t) {
+  const ResultRow* row = table.find(t.variant);
+  const ResultRow* of = table.find(t.of_variant);
+  if (row == nullptr || of == nullptr || !(of->rate > 0)) return std::nullopt;
+  const double ratio = row->rate / of->rate;
+  return Verdict{t.variant + " >= " + fixed(t.min_ratio, 2) + " x " + t.of_variant,
+                 ratio >= t.min_ratio, ratio};
+}
+
+/// A target against a yardstick: the row's ratio column (x reference or x roof). No verdict
+/// when the row was not run (--variant) or has no such column.
+std::optional<Verdict> judge_target(const ResultsTable& table, const Target& t,
+                                    const std::string& reference, const std::string& roof) {
+  const ResultRow* row = table.find(t.variant);
+  const bool of_roof = t.of == Yardstick::sm_copy_roof;
+  const std::optional<double> ratio = row == nullptr ? std::nullopt
+                                      : of_roof       ? row->of_roof
+                                                      : row->of_reference;
+  if (!ratio) return std::nullopt;
+  return Verdict{
+      t.variant + " >= " + fixed(t.min_of_reference, 2) + " x " + (of_roof ? roof : reference),
+      *ratio >= t.min_of_reference, *ratio};
+}
+
+/// The value of column `key` in a sweep point's parameters ("" when the point has none).
+std::string param_value(const SweepParams& params, const std::string& key) {
+  std::string value;
+  for (const auto& [k, v] : params) {
+    if (k == key) value = v;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string Harness::reference_label() const {
+  return reference_name_.empty() ? "reference" : reference_name_;
+}
+
+std::string Harness::baseline_label() const { return baseline_.empty() ? "baseline" : baseline_; }
+
+const Harness::Measured* Harness::find_baseline() const {
   const Measured* baseline = nullptr;
   for (const Measured& m : measured_) {
     if (m.sweep.empty() && m.row.variant == baseline_) baseline = &m;
   }
+  return baseline;
+}
 
+ResultsTable Harness::new_table() const {
+  ResultsTable table(reference_label(), baseline_label(), unit_);
+  if (roof_rate_) table.set_roof(roof_name_);
+  return table;
+}
+
+bool Harness::all_checks_passed() const {
   bool all_passed = true;
-  ResultsTable table = new_table();
+  for (const Measured& m : measured_) all_passed = all_passed && m.passed;
+  return all_passed;
+}
+
+std::vector<std::string> Harness::sweep_names() const {
   std::vector<std::string> sweeps;  // in order of appearance
   for (const Measured& m : measured_) {
-    all_passed = all_passed && m.passed;
-    if (m.sweep.empty()) {
-      table.add(with_ratios(m, baseline));
-    } else if (std::find(sweeps.begin(), sweeps.end(), m.sweep) == sweeps.end()) {
+    if (!m.sweep.empty() && std::find(sweeps.begin(), sweeps.end(), m.sweep) == sweeps.end()) {
       sweeps.push_back(m.sweep);
     }
   }
+  return sweeps;
+}
 
+ResultsTable Harness::main_table(const Measured* baseline) const {
+  ResultsTable table = new_table();
+  for (const Measured& m : measured_) {
+    if (m.sweep.empty()) table.add(with_ratios(m, baseline));
+  }
+  return table;
+}
+
+void Harness::print_sweeps(const std::vector<std::string>& sweeps, const Measured* baseline) const {
   for (const std::string& sweep : sweeps) {
+    // Each sweep's table starts with the yardsticks, so its ratios can be read on their own.
     ResultsTable sweep_table = new_table();
     for (const Measured& m : measured_) {
       if (m.sweep.empty() && m.row.check == "ref") sweep_table.add(with_ratios(m, baseline));
@@ -175,110 +251,112 @@ int Harness::finish() {
     std::cout << "\nSweep: " << sweep << "\n";
     sweep_table.print(std::cout);
   }
+}
 
+void Harness::print_main_table(const ResultsTable& table) const {
   std::cout << "\n";
   table.print(std::cout);
   std::cout << "(" << iters_ << " timed runs after " << warmup_ << " warm-up runs, medians; "
-            << "x " << baseline_name << " = speed-up over it";
+            << "x " << baseline_label() << " = speed-up over it";
   if (roof_rate_) std::cout << "; the SM copy roof ran at " << roof_shape_;
   std::cout << ")\n\n";
+}
 
-  if (!options_.csv.empty()) {
-    std::ofstream csv(options_.csv);
-    table.write_csv(csv, {{"lesson", lesson_}, {"gpu", device_.name}});
-    if (!csv) {
-      std::cerr << "error: could not write " << options_.csv << "\n";
-      all_passed = false;
-    }
-    if (!sweeps.empty()) {
-      // One file for every sweep: the union of the parameter columns, in order of appearance.
-      std::vector<std::string> columns;
-      for (const Measured& m : measured_) {
-        for (const auto& [key, value] : m.params) {
-          if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
-        }
-      }
-      const std::string path = sweep_csv_path(options_.csv);
-      std::ofstream out(path);
-      out << "lesson,gpu,sweep";
-      for (const std::string& c : columns) out << "," << csv_field(c);
-      out << ",variant,median_ms,rate,unit,of_reference,of_roof,vs_baseline,check\n";
-      for (const Measured& m : measured_) {
-        if (m.sweep.empty() && m.row.check != "ref") continue;
-        const ResultRow row = with_ratios(m, baseline);
-        out << csv_field(lesson_) << "," << csv_field(device_.name) << ","
-            << (m.sweep.empty() ? "reference" : csv_field(m.sweep));
-        for (const std::string& c : columns) {
-          std::string value;
-          for (const auto& [key, v] : m.params) {
-            if (key == c) value = v;
-          }
-          out << "," << csv_field(value);
-        }
-        out << "," << csv_field(row.variant) << "," << fixed(row.median_ms, 6) << ","
-            << fixed(row.rate, 3) << "," << csv_field(unit_) << ","
-            << (row.of_reference ? fixed(*row.of_reference, 4) : "") << ","
-            << (row.of_roof ? fixed(*row.of_roof, 4) : "") << ","
-            << (row.vs_baseline ? fixed(*row.vs_baseline, 4) : "") << "," << row.check << "\n";
-      }
-      if (!out) {
-        std::cerr << "error: could not write " << path << "\n";
-        all_passed = false;
-      }
+bool Harness::write_sweep_csv(const std::string& path, const Measured* baseline) const {
+  // One file for every sweep: the union of the parameter columns, in order of appearance.
+  std::vector<std::string> columns;
+  for (const Measured& m : measured_) {
+    for (const auto& [key, value] : m.params) {
+      if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
     }
   }
-
-  if (const ResultRow* h = table.find(headline_); h != nullptr) {
-    std::cout << "HEADLINE: " << h->variant << " " << fixed(h->rate, unit_ == "GB/s" ? 0 : 2) << " "
-              << unit_;
-    if (h->of_reference) std::cout << " = " << fixed(*h->of_reference, 2) << " x " << reference;
-    if (h->of_roof) std::cout << " = " << fixed(*h->of_roof, 2) << " x " << roof_name_;
-    std::cout << "\n";
+  std::ofstream out(path);
+  out << "lesson,gpu,sweep";
+  for (const std::string& c : columns) out << "," << csv_field(c);
+  out << ",variant,median_ms,rate,unit,of_reference,of_roof,vs_baseline,check\n";
+  for (const Measured& m : measured_) {
+    if (m.sweep.empty() && m.row.check != "ref") continue;  // the yardsticks, then the sweeps
+    const ResultRow row = with_ratios(m, baseline);
+    out << csv_field(lesson_) << "," << csv_field(device_.name) << ","
+        << (m.sweep.empty() ? "reference" : csv_field(m.sweep));
+    for (const std::string& c : columns) out << "," << csv_field(param_value(m.params, c));
+    out << "," << csv_field(row.variant) << "," << fixed(row.median_ms, 6) << ","
+        << fixed(row.rate, 3) << "," << csv_field(unit_) << ","
+        << (row.of_reference ? fixed(*row.of_reference, 4) : "") << ","
+        << (row.of_roof ? fixed(*row.of_roof, 4) : "") << ","
+        << (row.vs_baseline ? fixed(*row.vs_baseline, 4) : "") << "," << row.check << "\n";
   }
-  int targets = 0;
-  int met_count = 0;
-  auto print_target = [&](const std::string& text, bool met, double value) {
-    ++targets;
-    met_count += met ? 1 : 0;
-    std::cout << "TARGET: " << text << ": " << (met ? "met" : "MISSED") << " (" << fixed(value, 3)
-              << ")\n";
-  };
+  if (!out) std::cerr << "error: could not write " << path << "\n";
+  return static_cast<bool>(out);
+}
+
+bool Harness::write_csv_files(const ResultsTable& table, bool has_sweeps,
+                              const Measured* baseline) const {
+  bool written = true;
+  std::ofstream csv(options_.csv);
+  table.write_csv(csv, {{"lesson", lesson_}, {"gpu", device_.name}});
+  if (!csv) {
+    std::cerr << "error: could not write " << options_.csv << "\n";
+    written = false;
+  }
+  if (has_sweeps && !write_sweep_csv(sweep_csv_path(options_.csv), baseline)) written = false;
+  return written;
+}
+
+void Harness::print_headline(const ResultsTable& table) const {
+  const ResultRow* h = table.find(headline_);
+  if (h == nullptr) return;
+  std::cout << "HEADLINE: " << h->variant << " " << fixed(h->rate, unit_ == "GB/s" ? 0 : 2) << " "
+            << unit_;
+  if (h->of_reference) {
+    std::cout << " = " << fixed(*h->of_reference, 2) << " x " << reference_label();
+  }
+  if (h->of_roof) std::cout << " = " << fixed(*h->of_roof, 2) << " x " << roof_name_;
+  std::cout << "\n";
+}
+
+void Harness::print_targets(const ResultsTable& table) const {
+  // Yardstick targets first, then ratio targets, then the lesson's own: the order of the
+  // TARGET lines the results tooling reads.
+  std::vector<Verdict> verdicts;
   for (const Target& t : targets_) {
-    const ResultRow* row = table.find(t.variant);
-    const bool of_roof = t.of == Yardstick::sm_copy_roof;
-    const std::optional<double> ratio = row == nullptr ? std::nullopt
-                                        : of_roof       ? row->of_roof
-                                                        : row->of_reference;
-    if (!ratio) continue;  // not run (--variant)
-    print_target(t.variant + " >= " + fixed(t.min_of_reference, 2) + " x " +
-                     (of_roof ? roof_name_ : reference),
-                 *ratio >= t.min_of_reference, *ratio);
+    if (auto v = judge_target(table, t, reference_label(), roof_name_)) verdicts.push_back(*v);
   }
   for (const RatioTarget& t : ratio_targets_) {
-    const ResultRow* row = table.find(t.variant);
-    const ResultRow* of = table.find(t.of_variant);
-    if (row == nullptr || of == nullptr || !(of->rate > 0)) continue;
-    const double ratio = row->rate / of->rate;
-    print_target(t.variant + " >= " + fixed(t.min_ratio, 2) + " x " + t.of_variant,
-                 ratio >= t.min_ratio, ratio);
+    if (auto v = judge_ratio_target(table, t)) verdicts.push_back(*v);
   }
-  for (const Judged& j : judged_) print_target(j.description, j.met, j.value);
-  if (targets > 0) {
-    std::cout << "TARGETS: " << met_count << " of " << targets
+  for (const Judged& j : judged_) verdicts.push_back({j.description, j.met, j.value});
+  int met_count = 0;
+  for (const Verdict& v : verdicts) {
+    std::cout << target_line(v) << "\n";
+    met_count += v.met ? 1 : 0;
+  }
+  if (!verdicts.empty()) {
+    std::cout << "TARGETS: " << met_count << " of " << verdicts.size()
               << " met (goals for this GPU, not correctness)\n";
   }
+}
+
+int Harness::finish() {
+  const Measured* baseline = find_baseline();
+  const ResultsTable table = main_table(baseline);
+  const std::vector<std::string> sweeps = sweep_names();
+  bool all_passed = all_checks_passed();
+
+  print_sweeps(sweeps, baseline);
+  print_main_table(table);
+  if (!options_.csv.empty() && !write_csv_files(table, !sweeps.empty(), baseline)) {
+    all_passed = false;  // a run whose results were asked for but not written did not pass
+  }
+  print_headline(table);
+  print_targets(table);
   std::cout << "RESULT: " << (all_passed ? "PASS" : "FAIL") << "\n";
   return all_passed ? 0 : 1;
 }
 
 std::string ratio_target_line(const ResultsTable& table, const RatioTarget& target) {
-  const ResultRow* row = table.find(target.variant);
-  const ResultRow* of = table.find(target.of_variant);
-  if (row == nullptr || of == nullptr || !(of->rate > 0)) return {};
-  const double ratio = row->rate / of->rate;
-  return "TARGET: " + target.variant + " >= " + fixed(target.min_ratio, 2) + " x " +
-         target.of_variant + ": " + (ratio >= target.min_ratio ? "met" : "MISSED") + " (" +
-         fixed(ratio, 3) + ")";
+  const std::optional<Verdict> v = judge_ratio_target(table, target);
+  return v ? target_line(*v) : std::string();
 }
 
 int run_driver(const FlagParser& flags, int argc, const char* const* argv,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <string>
@@ -63,108 +64,138 @@ void print_lessons(const course::ComputeCapability cc) {
   }
 }
 
+/// The command line: the common flags only.
+struct Settings {
+  course::CommonOptions options;
+
+  std::uint64_t copy_bytes() const {
+    return options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
+  }
+};
+
+/// The buffers of the copies: two device arrays, pinned and pageable host memory, and the
+/// expected data (hash-filled on the host; device_a gets the same by a fill kernel).
+struct Copies {
+  explicit Copies(std::uint64_t copy_bytes)
+      : bytes(copy_bytes),
+        n(copy_bytes / 4),
+        device_a(n),
+        device_b(n),
+        pinned(n),
+        pageable(n),
+        expected(n) {
+    course::fill_hash_host(expected, /*seed=*/7);
+    // Fill and wait before timing: the harness times on its own non-blocking stream, which
+    // does not wait for work on the legacy default stream (lesson 13 shows why).
+    course::fill_hash(device_a.span(), 7);
+    COURSE_CHECK(cudaDeviceSynchronize());
+  }
+
+  /// Host -> device: the host buffer holds the expected data; check what arrived.
+  course::Comparison check_device_b() const {
+    return course::compare_exact<std::uint32_t>(expected, course::to_host(device_b.cspan()));
+  }
+  void poison_device_b(cudaStream_t s) const { course::poison(device_b.data(), bytes, s); }
+  /// Device -> host: device_a holds the expected data; the host buffer is poisoned first.
+  std::function<void(cudaStream_t)> poison_host(std::uint32_t* host) const {
+    return [this, host](cudaStream_t s) {
+      COURSE_CHECK(cudaStreamSynchronize(s));
+      std::memset(host, course::kPoisonByte, bytes);
+    };
+  }
+
+  const std::uint64_t bytes;
+  const std::size_t n;
+  course::DeviceBuffer<std::uint32_t> device_a, device_b;
+  course::PinnedBuffer<std::uint32_t> pinned;
+  std::vector<std::uint32_t> pageable;
+  std::vector<std::uint32_t> expected;
+};
+
+/// The two yardsticks: the D2D cudaMemcpy (the reference) and the SM copy roof.
+void add_yardsticks(course::Harness& harness, Copies& c) {
+  harness.reference("D2D cudaMemcpy",
+                    device_check::bytes_moved(Transfer::device_to_device, c.bytes),
+                    [&](cudaStream_t s) {
+                      COURSE_CHECK(cudaMemcpyAsync(c.device_b.data(), c.device_a.data(), c.bytes,
+                                                   cudaMemcpyDeviceToDevice, s));
+                    });
+  // The same copy by the SMs: a plain 16-byte vector copy kernel, best of a few launch
+  // shapes (a whole number of vectors: at most 12 bytes less). On some GPUs the driver
+  // runs the D2D cudaMemcpy above on a copy engine instead, and no kernel reaches it.
+  harness.roof_sm_copy(c.device_b.data(), c.device_a.data(), c.bytes / 16 * 16);
+  harness.baseline("H2D pageable");
+  harness.headline("D2D cudaMemcpy");
+}
+
+/// One transfer each way from pinned memory, then from pageable memory, each checked.
+void run_transfers(course::Harness& harness, Copies& c) {
+  const std::uint64_t bytes = c.bytes;
+  const auto poison_device_b = [&c](cudaStream_t s) { c.poison_device_b(s); };
+  const auto check_device_b = [&c] { return c.check_device_b(); };
+  std::copy(c.expected.begin(), c.expected.end(), c.pinned.data());
+  harness.run({"H2D pinned", device_check::bytes_moved(Transfer::host_to_device, bytes),
+               [&](cudaStream_t s) {
+                 COURSE_CHECK(cudaMemcpyAsync(c.device_b.data(), c.pinned.data(), bytes,
+                                              cudaMemcpyHostToDevice, s));
+               },
+               poison_device_b, check_device_b});
+  harness.run({"D2H pinned", device_check::bytes_moved(Transfer::device_to_host, bytes),
+               [&](cudaStream_t s) {
+                 COURSE_CHECK(cudaMemcpyAsync(c.pinned.data(), c.device_a.data(), bytes,
+                                              cudaMemcpyDeviceToHost, s));
+               },
+               c.poison_host(c.pinned.data()),
+               [&] { return course::compare_exact<std::uint32_t>(c.expected, c.pinned.span()); }});
+  c.pageable = c.expected;
+  harness.run({"H2D pageable", device_check::bytes_moved(Transfer::host_to_device, bytes),
+               [&](cudaStream_t s) {
+                 COURSE_CHECK(cudaMemcpyAsync(c.device_b.data(), c.pageable.data(), bytes,
+                                              cudaMemcpyHostToDevice, s));
+               },
+               poison_device_b, check_device_b});
+  harness.run({"D2H pageable", device_check::bytes_moved(Transfer::device_to_host, bytes),
+               [&](cudaStream_t s) {
+                 COURSE_CHECK(cudaMemcpyAsync(c.pageable.data(), c.device_a.data(), bytes,
+                                              cudaMemcpyDeviceToHost, s));
+               },
+               c.poison_host(c.pageable.data()),
+               [&] { return course::compare_exact<std::uint32_t>(c.expected, c.pageable); }});
+}
+
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const std::uint64_t bytes = s.copy_bytes();
+  const device_check::Capabilities caps = device_check::query_capabilities(gpu.ordinal);
+  print_capabilities(caps);
+  print_lessons(gpu.cc);
+  std::cout << "\nlesson 00 device_check: copies of " << bytes << " bytes; GB/s counts "
+            << "2 x bytes for the device-to-device copies (read + write), 1 x for transfers\n";
+
+  Copies c(bytes);
+  course::Harness harness("00_device_check", s.options, gpu);
+  add_yardsticks(harness, c);
+  run_transfers(harness, c);
+  return harness.finish();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::CommonOptions options;
+  Settings settings;
   course::FlagParser flags(
       "00_device_check",
       "Lesson 00: what this GPU can do. Prints the capabilities later lessons depend on,\n"
       "which lessons it can run, and measures a device-to-device cudaMemcpy (the reference),\n"
       "the SM copy roof (the fastest plain copy kernel) and host<->device transfers from\n"
       "pinned and from pageable memory.");
-  flags.add_common(options, "bytes per copy, a multiple of 4 (default 256M; K/M/G suffixes)",
-                   kVariants);
-
-  const auto copy_bytes = [&] {
-    return options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
-  };
+  flags.add_common(settings.options,
+                   "bytes per copy, a multiple of 4 (default 256M; K/M/G suffixes)", kVariants);
   const auto validate = [&] {
-    if (copy_bytes() % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
+    if (settings.copy_bytes() % 4 != 0) {
+      throw course::UsageError("--size must be a multiple of 4 bytes");
+    }
   };
   return course::run_driver(
-      flags, argc, argv, options,
-      [&](const course::DeviceSummary& gpu) {
-        const std::uint64_t bytes = copy_bytes();
-        const std::size_t n = bytes / 4;
-
-        const device_check::Capabilities caps = device_check::query_capabilities(gpu.ordinal);
-        print_capabilities(caps);
-        print_lessons(gpu.cc);
-        std::cout
-            << "\nlesson 00 device_check: copies of " << bytes << " bytes; GB/s counts "
-            << "2 x bytes for the device-to-device copies (read + write), 1 x for transfers\n";
-
-        course::DeviceBuffer<std::uint32_t> device_a(n), device_b(n);
-        course::PinnedBuffer<std::uint32_t> pinned(n);
-        std::vector<std::uint32_t> pageable(n);
-        std::vector<std::uint32_t> expected(n);
-        course::fill_hash_host(expected, /*seed=*/7);
-
-        // Fill and wait before timing: the harness times on its own non-blocking stream, which
-        // does not wait for work on the legacy default stream (lesson 13 shows why).
-        course::fill_hash(device_a.span(), 7);
-        COURSE_CHECK(cudaDeviceSynchronize());
-
-        course::Harness harness("00_device_check", options, gpu);
-        harness.reference("D2D cudaMemcpy",
-                          device_check::bytes_moved(Transfer::device_to_device, bytes),
-                          [&](cudaStream_t s) {
-                            COURSE_CHECK(cudaMemcpyAsync(device_b.data(), device_a.data(), bytes,
-                                                         cudaMemcpyDeviceToDevice, s));
-                          });
-        // The same copy by the SMs: a plain 16-byte vector copy kernel, best of a few launch
-        // shapes (a whole number of vectors: at most 12 bytes less). On some GPUs the driver
-        // runs the D2D cudaMemcpy above on a copy engine instead, and no kernel reaches it.
-        harness.roof_sm_copy(device_b.data(), device_a.data(), bytes / 16 * 16);
-        harness.baseline("H2D pageable");
-        harness.headline("D2D cudaMemcpy");
-
-        // Host -> device: the host buffer holds the expected data; check what arrived.
-        const auto check_device_b = [&] {
-          return course::compare_exact<std::uint32_t>(expected, course::to_host(device_b.cspan()));
-        };
-        const auto poison_device_b = [&](cudaStream_t s) {
-          course::poison(device_b.data(), bytes, s);
-        };
-        // Device -> host: device_a holds the expected data; check the host buffer.
-        const auto poison_host = [&](std::uint32_t* host) {
-          return [&, host](cudaStream_t s) {
-            COURSE_CHECK(cudaStreamSynchronize(s));
-            std::memset(host, course::kPoisonByte, bytes);
-          };
-        };
-
-        std::copy(expected.begin(), expected.end(), pinned.data());
-        harness.run({"H2D pinned", device_check::bytes_moved(Transfer::host_to_device, bytes),
-                     [&](cudaStream_t s) {
-                       COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pinned.data(), bytes,
-                                                    cudaMemcpyHostToDevice, s));
-                     },
-                     poison_device_b, check_device_b});
-        harness.run(
-            {"D2H pinned", device_check::bytes_moved(Transfer::device_to_host, bytes),
-             [&](cudaStream_t s) {
-               COURSE_CHECK(cudaMemcpyAsync(pinned.data(), device_a.data(), bytes,
-                                            cudaMemcpyDeviceToHost, s));
-             },
-             poison_host(pinned.data()),
-             [&] { return course::compare_exact<std::uint32_t>(expected, pinned.span()); }});
-        pageable = expected;
-        harness.run({"H2D pageable", device_check::bytes_moved(Transfer::host_to_device, bytes),
-                     [&](cudaStream_t s) {
-                       COURSE_CHECK(cudaMemcpyAsync(device_b.data(), pageable.data(), bytes,
-                                                    cudaMemcpyHostToDevice, s));
-                     },
-                     poison_device_b, check_device_b});
-        harness.run({"D2H pageable", device_check::bytes_moved(Transfer::device_to_host, bytes),
-                     [&](cudaStream_t s) {
-                       COURSE_CHECK(cudaMemcpyAsync(pageable.data(), device_a.data(), bytes,
-                                                    cudaMemcpyDeviceToHost, s));
-                     },
-                     poison_host(pageable.data()),
-                     [&] { return course::compare_exact<std::uint32_t>(expected, pageable); }});
-        return harness.finish();
-      },
-      validate);
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); }, validate);
 }

@@ -77,12 +77,154 @@ std::vector<std::string> variant_names() {
   return names;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command line: the common flags and lesson 03's own.
+struct Settings {
   course::CommonOptions options;
   int blocks_per_sm = 0;
   std::string stages_text;
+
+  int stages() const { return stages_text.empty() ? kDefaultStages : std::stoi(stages_text); }
+};
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
+                   variant_names());
+  flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
+                "blocks per SM for the full-occupancy variants (default 0: as many as fit)");
+  flags.add_choice("stages", &s.stages_text, {"2", "3", "4"},
+                   "stages of the multi-stage variants (default 4)");
+}
+
+/// The workload on the device, its CPU reference, and the slots where the kernels report
+/// what memcpy_async returned.
+struct Workload {
+  explicit Workload(std::size_t elements)
+      : n(elements), in(n), out(n), report(cuda_barrier::kReportSlots), expected(n) {
+    course::fill_hash(in.span(), /*seed=*/1);
+    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
+    std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
+    course::workload::reference(host_in, expected);
+  }
+
+  const std::size_t n;
+  course::DeviceBuffer<std::uint32_t> in, out;
+  course::DeviceBuffer<std::uint32_t> report;
+  std::vector<std::uint32_t> expected;
+};
+
+/// The blocks a row launches: --blocks-per-sm or as many as fit, one per SM, or, for the
+/// broken variant, about 2 x stages batches per block (a refill happens only while a block
+/// has more batches than stages), at most one block per SM.
+int blocks_for(const VariantSpec& spec, const Settings& s, int resident, std::size_t n,
+               const course::DeviceSummary& gpu) {
+  int blocks = gpu.sm_count * (s.blocks_per_sm > 0 ? s.blocks_per_sm : resident);
+  if (spec.occupancy == Occupancy::one_per_sm) blocks = gpu.sm_count;
+  if (spec.occupancy == Occupancy::broken) {
+    const std::size_t batches =
+        (n + cuda_barrier::batch_elements(kThreads) - 1) / cuda_barrier::batch_elements(kThreads);
+    blocks = static_cast<int>(
+        std::clamp<std::size_t>(batches / (2 * static_cast<std::size_t>(s.stages())), 1,
+                                static_cast<std::size_t>(gpu.sm_count)));
+  }
+  return blocks;
+}
+
+/// The row's launch: lesson 01's kernel, or this lesson's (the broken one with its delay).
+course::Launch launch_for(const VariantSpec& spec, Workload& w,
+                          const cuda_barrier::LaunchShape& shape) {
+  if (spec.lesson01) {
+    const register_staged::LaunchShape shape01{shape.blocks, shape.threads_per_block};
+    return [&in = w.in, &out = w.out, shape01](cudaStream_t s) {
+      register_staged::copy_and_compute(in.cspan(), out.span(),
+                                        register_staged::Granularity::coarse, shape01, s);
+    };
+  }
+  const cuda_barrier::ReaderDelay delay =
+      spec.occupancy == Occupancy::broken ? kBrokenDelay : cuda_barrier::ReaderDelay{};
+  return cuda_barrier::prepare_copy_and_compute(w.in.cspan(), w.out.span(), spec.kernel, shape,
+                                                w.report.span(), delay);
+}
+
+/// One row: the line that says how it launches, then the checked, timed run; after the check
+/// this lesson's kernels print what each memcpy_async returned.
+void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+              const Settings& s, const VariantSpec& spec) {
+  const int variant_stages =
+      !spec.lesson01 && cuda_barrier::is_multi_stage(spec.kernel) ? s.stages() : 1;
+  const int resident =
+      spec.lesson01
+          ? register_staged::max_blocks_per_sm(register_staged::Granularity::coarse, kThreads)
+          : cuda_barrier::max_blocks_per_sm(spec.kernel, kThreads, variant_stages);
+  if (resident < 1) {
+    throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
+  }
+  const cuda_barrier::LaunchShape shape{blocks_for(spec, s, resident, w.n, gpu), kThreads,
+                                        variant_stages};
+  std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (at most " << resident
+            << " per SM fit)";
+  if (variant_stages > 1) std::cout << ", " << variant_stages << " stages";
+  std::cout << "; " << spec.what << "\n";
+
+  harness.run({
+      spec.name,
+      course::workload::bytes_moved(w.n),
+      launch_for(spec, w, shape),
+      [&](cudaStream_t st) {
+        course::poison(w.out.data(), w.out.bytes(), st);
+        // 0xFF bytes: every slot reads kNotCalled until its call writes it.
+        COURSE_CHECK(cudaMemsetAsync(w.report.data(), 0xFF, w.report.bytes(), st));
+      },
+      [&, spec] {
+        const auto actual = course::to_host(w.out.cspan());
+        if (!spec.lesson01) {
+          const auto r = course::to_host(w.report.cspan());
+          std::cout << "    " << spec.name << ": memcpy_async returned "
+                    << cuda_barrier::contract_name(r[cuda_barrier::kBatchCopy]) << " (full batch), "
+                    << cuda_barrier::contract_name(r[cuda_barrier::kSecondCopy])
+                    << " (second buffer), "
+                    << cuda_barrier::contract_name(r[cuda_barrier::kTailCopy])
+                    << " (tail past the last 16-byte chunk)\n";
+        }
+        return course::compare_exact<std::uint32_t>(w.expected, actual);
+      },
+  });
+}
+
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const course::CommonOptions& options = s.options;
+  const std::size_t n =
+      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
+  std::cout << "lesson 03 cuda_barrier: " << n << " uint32 elements, " << kThreads
+            << " threads per block, batches of " << cuda_barrier::batch_elements(kThreads)
+            << " elements; GB/s counts bytes read + bytes written\n"
+            << "aligned copies on this GPU: "
+            << (hopper ? "one cp.async.bulk (TMA) per batch, issued by thread 0"
+                       : "16-byte cp.async by every thread")
+            << "\n";
+
+  Workload w(n);
+  course::Harness harness("03_cuda_barrier", options, gpu);
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.baseline("01-coarse");
+  harness.headline("multi-stage");
+  harness.target({"multi-stage", 0.90});
+  harness.target({"multi-stage", 0.95, course::Yardstick::sm_copy_roof});
+
+  std::vector<VariantSpec> specs = kVariants;
+  if (options.variant == kBrokenVariant.name) specs.push_back(kBrokenVariant);
+  for (const VariantSpec& spec : specs) {
+    if (!options.variant.empty() && options.variant != spec.name) continue;
+    run_spec(harness, w, gpu, s, spec);
+  }
+  return harness.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
   course::FlagParser flags(
       "03_cuda_barrier",
       "Lesson 03: cuda::barrier and cuda::memcpy_async. Every variant computes the same\n"
@@ -93,110 +235,7 @@ int main(int argc, char** argv) {
       "'broken-no-release' is DELIBERATELY BROKEN (it refills a stage without waiting for its\n"
       "empty barrier; racecheck reports it, and on sm_90 its check fails): it never runs unless\n"
       "--variant names it.");
-  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
-                "blocks per SM for the full-occupancy variants (default 0: as many as fit)");
-  flags.add_choice("stages", &stages_text, {"2", "3", "4"},
-                   "stages of the multi-stage variants (default 4)");
-
-  return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
-    const std::size_t n =
-        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    const int stages = stages_text.empty() ? kDefaultStages : std::stoi(stages_text);
-    const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
-    std::cout << "lesson 03 cuda_barrier: " << n << " uint32 elements, " << kThreads
-              << " threads per block, batches of " << cuda_barrier::batch_elements(kThreads)
-              << " elements; GB/s counts bytes read + bytes written\n"
-              << "aligned copies on this GPU: "
-              << (hopper ? "one cp.async.bulk (TMA) per batch, issued by thread 0"
-                         : "16-byte cp.async by every thread")
-              << "\n";
-
-    course::DeviceBuffer<std::uint32_t> in(n), out(n);
-    course::DeviceBuffer<std::uint32_t> report(cuda_barrier::kReportSlots);
-    course::fill_hash(in.span(), /*seed=*/1);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    std::vector<std::uint32_t> expected(n);
-    course::workload::reference(host_in, expected);
-
-    course::Harness harness("03_cuda_barrier", options, gpu);
-    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
-    harness.roof_sm_copy(out.data(), in.data(), in.bytes());
-    harness.baseline("01-coarse");
-    harness.headline("multi-stage");
-    harness.target({"multi-stage", 0.90});
-    harness.target({"multi-stage", 0.95, course::Yardstick::sm_copy_roof});
-
-    std::vector<VariantSpec> specs = kVariants;
-    if (options.variant == kBrokenVariant.name) specs.push_back(kBrokenVariant);
-    for (const VariantSpec& spec : specs) {
-      if (!options.variant.empty() && options.variant != spec.name) continue;
-      const int variant_stages =
-          !spec.lesson01 && cuda_barrier::is_multi_stage(spec.kernel) ? stages : 1;
-      const int resident =
-          spec.lesson01
-              ? register_staged::max_blocks_per_sm(register_staged::Granularity::coarse, kThreads)
-              : cuda_barrier::max_blocks_per_sm(spec.kernel, kThreads, variant_stages);
-      if (resident < 1) {
-        throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
-      }
-      int blocks = gpu.sm_count * (blocks_per_sm > 0 ? blocks_per_sm : resident);
-      if (spec.occupancy == Occupancy::one_per_sm) blocks = gpu.sm_count;
-      if (spec.occupancy == Occupancy::broken) {
-        // A refill happens only while a block has more batches than stages: about
-        // 2 x stages batches per block, at most one block per SM.
-        const std::size_t batches = (n + cuda_barrier::batch_elements(kThreads) - 1) /
-                                    cuda_barrier::batch_elements(kThreads);
-        blocks = static_cast<int>(
-            std::clamp<std::size_t>(batches / (2 * static_cast<std::size_t>(stages)), 1,
-                                    static_cast<std::size_t>(gpu.sm_count)));
-      }
-      const cuda_barrier::LaunchShape shape{blocks, kThreads, variant_stages};
-      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (at most " << resident
-                << " per SM fit)";
-      if (variant_stages > 1) std::cout << ", " << variant_stages << " stages";
-      std::cout << "; " << spec.what << "\n";
-
-      course::Launch launch;
-      if (spec.lesson01) {
-        const register_staged::LaunchShape shape01{shape.blocks, shape.threads_per_block};
-        launch = [&in, &out, shape01](cudaStream_t s) {
-          register_staged::copy_and_compute(in.cspan(), out.span(),
-                                            register_staged::Granularity::coarse, shape01, s);
-        };
-      } else {
-        const cuda_barrier::ReaderDelay delay =
-            spec.occupancy == Occupancy::broken ? kBrokenDelay : cuda_barrier::ReaderDelay{};
-        launch = cuda_barrier::prepare_copy_and_compute(in.cspan(), out.span(), spec.kernel, shape,
-                                                        report.span(), delay);
-      }
-      harness.run({
-          spec.name,
-          course::workload::bytes_moved(n),
-          launch,
-          [&](cudaStream_t s) {
-            course::poison(out.data(), out.bytes(), s);
-            // 0xFF bytes: every slot reads kNotCalled until its call writes it.
-            COURSE_CHECK(cudaMemsetAsync(report.data(), 0xFF, report.bytes(), s));
-          },
-          [&, spec] {
-            const auto actual = course::to_host(out.cspan());
-            if (!spec.lesson01) {
-              const auto r = course::to_host(report.cspan());
-              std::cout << "    " << spec.name << ": memcpy_async returned "
-                        << cuda_barrier::contract_name(r[cuda_barrier::kBatchCopy])
-                        << " (full batch), "
-                        << cuda_barrier::contract_name(r[cuda_barrier::kSecondCopy])
-                        << " (second buffer), "
-                        << cuda_barrier::contract_name(r[cuda_barrier::kTailCopy])
-                        << " (tail past the last 16-byte chunk)\n";
-            }
-            return course::compare_exact<std::uint32_t>(expected, actual);
-          },
-      });
-    }
-    return harness.finish();
-  });
+  add_flags(flags, settings);
+  return course::run_driver(flags, argc, argv, settings.options,
+                            [&](const course::DeviceSummary& gpu) { return run(settings, gpu); });
 }

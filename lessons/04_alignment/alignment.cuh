@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -208,6 +209,41 @@ void staged_copy(Method method, cuda::std::span<const std::uint8_t> in,
 /// kernel (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory.
 int max_blocks_per_sm(Method method, int threads_per_block);
 
+namespace detail {
+
+/// The copy size of `cp.async.{ca,cg}.shared.global [dst], [src], N, ...;`: its 3rd operand,
+/// the first number after the second ']' (none when the line has no such number).
+inline std::optional<int> cp_async_size(const std::string& line) {
+  const std::size_t second = line.find(']', line.find(']') + 1);
+  if (second == std::string::npos) return std::nullopt;
+  const std::size_t digits = line.find_first_of("0123456789", second);
+  if (digits == std::string::npos) return std::nullopt;
+  return std::stoi(line.substr(digits));
+}
+
+/// The bytes one `ld.global[.nc][.v2|.v4].u8|u16|u32|u64|...` reads: the vector length x the
+/// element size (0 when the opcode names no element type of 8-64 bits).
+inline int load_width(const std::string& op) {
+  int vector = 1;
+  int element = 0;
+  std::istringstream parts(op);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    if (part == "v2") vector = 2;
+    if (part == "v4") vector = 4;
+    if (part.size() >= 2 &&
+        (part[0] == 'u' || part[0] == 's' || part[0] == 'b' || part[0] == 'f')) {
+      const std::string bits = part.substr(1);
+      if (bits == "8" || bits == "16" || bits == "32" || bits == "64") {
+        element = std::stoi(bits) / 8;
+      }
+    }
+  }
+  return vector * element;
+}
+
+}  // namespace detail
+
 /// How the PTX body of a kernel reads global memory, widest first, e.g. "bulk (TMA)",
 /// "cp.async 16 B", "cp.async 4 B + byte loop" or "2-byte loop". In this lesson's kernels
 /// only the staging copy reads global memory, so this names what the compiler emitted
@@ -232,30 +268,9 @@ inline std::string describe_global_reads(const std::string& ptx_body) {
       bulk = true;
     } else if (starts_with("cp.async.ca.shared.global") ||
                starts_with("cp.async.cg.shared.global")) {
-      // cp.async.ca.shared.global [dst], [src], 16, 16;  -> the copy size is the 3rd operand
-      const std::size_t second = line.find(']', line.find(']') + 1);
-      if (second != std::string::npos) {
-        const std::size_t digits = line.find_first_of("0123456789", second);
-        if (digits != std::string::npos) cp_async_sizes.insert(std::stoi(line.substr(digits)));
-      }
+      if (const std::optional<int> size = detail::cp_async_size(line)) cp_async_sizes.insert(*size);
     } else if (starts_with("ld.global.")) {
-      // ld.global[.nc][.v2|.v4].u8|u16|u32|u64|... : width = vector length x element size
-      int vector = 1;
-      int element = 0;
-      std::istringstream parts(op);
-      std::string part;
-      while (std::getline(parts, part, '.')) {
-        if (part == "v2") vector = 2;
-        if (part == "v4") vector = 4;
-        if (part.size() >= 2 &&
-            (part[0] == 'u' || part[0] == 's' || part[0] == 'b' || part[0] == 'f')) {
-          const std::string bits = part.substr(1);
-          if (bits == "8" || bits == "16" || bits == "32" || bits == "64") {
-            element = std::stoi(bits) / 8;
-          }
-        }
-      }
-      if (element > 0) load_widths.insert(vector * element);
+      if (const int width = detail::load_width(op); width > 0) load_widths.insert(width);
     }
   }
   std::string text;

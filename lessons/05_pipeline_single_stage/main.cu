@@ -111,6 +111,31 @@ course::Launch launch_of(Kernel kernel, cuda::std::span<const std::uint32_t> in,
   throw std::invalid_argument("05_pipeline_single_stage: unknown kernel");
 }
 
+void print_intro(std::size_t n, bool hopper) {
+  std::cout << "lesson 05 pipeline_single_stage: " << n << " uint32 elements, " << kThreads
+            << " threads per block, batches of " << pipeline_single_stage::batch_elements(kThreads)
+            << " elements (" << pipeline_single_stage::shared_bytes(kThreads) / 1024
+            << " KB), one stage; GB/s counts bytes read + bytes written\n"
+            << "copies: pipelines 16-byte cp.async on every GPU; lesson 03's aligned barrier "
+            << "copy "
+            << (hopper ? "one cp.async.bulk (TMA) per batch on this GPU"
+                       : "16-byte cp.async on this GPU")
+            << "\n";
+}
+
+/// Same occupancy for every kernel: the full-occupancy variants all launch as many blocks per
+/// SM as fit for the kernel that fits the fewest (--blocks-per-sm overrides).
+int full_occupancy(int blocks_per_sm) {
+  int full_per_sm = blocks_per_sm;
+  if (full_per_sm == 0) {
+    for (const VariantSpec& spec : kVariants) {
+      const int resident = resident_blocks(spec.kernel);
+      if (full_per_sm == 0 || resident < full_per_sm) full_per_sm = resident;
+    }
+  }
+  return full_per_sm;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,17 +164,7 @@ int main(int argc, char** argv) {
   const auto body = [&](const course::DeviceSummary& gpu) {
     const std::size_t n =
         options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
-    std::cout << "lesson 05 pipeline_single_stage: " << n << " uint32 elements, " << kThreads
-              << " threads per block, batches of "
-              << pipeline_single_stage::batch_elements(kThreads) << " elements ("
-              << pipeline_single_stage::shared_bytes(kThreads) / 1024
-              << " KB), one stage; GB/s counts bytes read + bytes written\n"
-              << "copies: pipelines 16-byte cp.async on every GPU; lesson 03's aligned barrier "
-              << "copy "
-              << (hopper ? "one cp.async.bulk (TMA) per batch on this GPU"
-                         : "16-byte cp.async on this GPU")
-              << "\n";
+    print_intro(n, gpu.cc >= course::ComputeCapability{9, 0});
 
     course::DeviceBuffer<std::uint32_t> in(n), out(n);
     course::fill_hash(in.span(), /*seed=*/1);
@@ -168,15 +183,7 @@ int main(int argc, char** argv) {
     // blocks on the SM hide the waits: the goal is to copy nearly as fast as the SMs can.
     harness.target({"thread-pipeline", 0.90, course::Yardstick::sm_copy_roof});
 
-    // Same occupancy for every kernel: the full-occupancy variants all launch as many
-    // blocks per SM as fit for the kernel that fits the fewest (--blocks-per-sm overrides).
-    int full_per_sm = blocks_per_sm;
-    if (full_per_sm == 0) {
-      for (const VariantSpec& spec : kVariants) {
-        const int resident = resident_blocks(spec.kernel);
-        if (full_per_sm == 0 || resident < full_per_sm) full_per_sm = resident;
-      }
-    }
+    const int full_per_sm = full_occupancy(blocks_per_sm);
     std::cout << "full occupancy: " << full_per_sm << " blocks per SM for every kernel\n";
 
     for (const VariantSpec& spec : kVariants) {

@@ -71,12 +71,174 @@ std::size_t batch_bytes(int vectors_per_thread) {
   return pipeline_multi_stage::batch_elements(kThreads, vectors_per_thread) * sizeof(std::uint32_t);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command line: the common flags and lesson 06's own.
+struct Settings {
   course::CommonOptions options;
   int stages = kDefaultStages;
   bool no_sweeps = false;
+};
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
+                   variant_names());
+  flags.add_int("stages", &s.stages, 0,
+                "stages (shared buffers) of the pipeline and primitives variants and of the "
+                "granularity sweep, 2 to 8 (default 4)");
+  flags.add_bool("no-sweeps", &s.no_sweeps, "skip the stage and granularity sweeps");
+}
+
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  if (s.stages < kMinStages || s.stages > kMaxStages) {
+    throw course::UsageError("--stages must be in [" + std::to_string(kMinStages) + ", " +
+                             std::to_string(kMaxStages) + "], got " + std::to_string(s.stages));
+  }
+}
+
+/// The workload on the device and its CPU reference, and the launches every row uses.
+struct Workload {
+  explicit Workload(std::size_t elements) : n(elements), in(n), out(n), expected(n) {
+    course::fill_hash(in.span(), /*seed=*/6);
+    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
+    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
+    course::workload::reference(host_in, expected);
+  }
+
+  /// A checked variant: poison the output, run once, compare every element.
+  course::Variant checked(const std::string& name, course::Launch run) {
+    return course::Variant{
+        name,
+        course::workload::bytes_moved(n),
+        std::move(run),
+        [this](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
+        [this] {
+          return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+        },
+    };
+  }
+  course::Launch lesson01(register_staged::LaunchShape shape) const {
+    return register_staged::prepare_copy_and_compute(in.cspan(), out.span(),
+                                                     register_staged::Granularity::coarse, shape);
+  }
+  course::Launch pipelined(const Config& config, register_staged::LaunchShape shape) const {
+    return pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), config, shape);
+  }
+
+  const std::size_t n;
+  course::DeviceBuffer<std::uint32_t> in, out;
+  std::vector<std::uint32_t> expected;
+};
+
+/// One row of the main table: the blocks it launches (one per SM, as many as fit, or, for
+/// the broken variant, about 2 x stages batches per block), the line saying so, the run.
+void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu, int stages,
+              const VariantSpec& spec) {
+  const Config config{spec.interface, stages, kVectorsPerThread};
+  const int resident = spec.lesson01 ? register_staged::max_blocks_per_sm(
+                                           register_staged::Granularity::coarse, kThreads)
+                                     : pipeline_multi_stage::max_blocks_per_sm(config, kThreads);
+  if (resident < 1) {
+    throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
+  }
+  std::string what = spec.lesson01
+                         ? "lesson 01's register-staged kernel, 1 buffer of 16 KB"
+                         : std::to_string(stages) + " stages of " +
+                               kilobytes(batch_bytes(kVectorsPerThread)) + " (" +
+                               kilobytes(pipeline_multi_stage::shared_bytes(config, kThreads)) +
+                               " of shared memory)";
+  int per_sm = spec.one_block_per_sm ? 1 : resident;
+  int blocks = gpu.sm_count * per_sm;
+  if (spec.interface == Interface::broken_one_stage_too_many) {
+    // The extra copy is only issued when a block owns more batches than it has
+    // buffers: give each block about 2 x stages batches (at most one block per SM).
+    const std::size_t batches = pipeline_multi_stage::batch_count(
+        w.n, pipeline_multi_stage::batch_elements(kThreads, kVectorsPerThread));
+    blocks = static_cast<int>(
+        std::clamp<std::size_t>(batches / (2 * stages), 1, static_cast<std::size_t>(gpu.sm_count)));
+    per_sm = 1;
+    what += "; DELIBERATELY BROKEN: prefetches one batch more than it has buffers";
+  }
+  const register_staged::LaunchShape shape{blocks, kThreads};
+  std::cout << "  " << spec.name << ": " << blocks << " blocks (" << per_sm << " per SM; at most "
+            << resident << " fit), " << what << "\n";
+  harness.run(w.checked(spec.name, spec.lesson01 ? w.lesson01(shape) : w.pipelined(config, shape)));
+}
+
+/// One point of a sweep at one block per SM (skipped, and said so, when it does not fit).
+void sweep_point(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+                 const std::string& sweep, const Config& config) {
+  const register_staged::LaunchShape one_per_sm{gpu.sm_count, kThreads};
+  const std::string label = std::string(pipeline_multi_stage::name(config.interface)) + ", " +
+                            std::to_string(config.stages) + " stages, " +
+                            kilobytes(batch_bytes(config.vectors_per_thread));
+  if (pipeline_multi_stage::max_blocks_per_sm(config, kThreads) < 1) {
+    std::cout << "  " << sweep << " sweep, " << label << ": skipped, "
+              << kilobytes(pipeline_multi_stage::shared_bytes(config, kThreads))
+              << " of shared memory does not fit one block\n";
+    return;
+  }
+  harness.sweep(sweep,
+                {{"interface", pipeline_multi_stage::name(config.interface)},
+                 {"stages", std::to_string(config.stages)},
+                 {"vectors_per_thread", std::to_string(config.vectors_per_thread)},
+                 {"batch_bytes", std::to_string(batch_bytes(config.vectors_per_thread))},
+                 {"threads_per_block", std::to_string(kThreads)},
+                 {"blocks", std::to_string(one_per_sm.blocks)}},
+                w.checked(label, w.pipelined(config, one_per_sm)));
+}
+
+/// The stage sweep (2-8 stages of 16 KB) and the granularity sweep (4-32 KB at --stages).
+void run_sweeps(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+                int stages) {
+  for (Interface interface : {Interface::pipeline, Interface::primitives}) {
+    for (int s = kMinStages; s <= kMaxStages; ++s) {
+      sweep_point(harness, w, gpu, "stages", {interface, s, kVectorsPerThread});
+    }
+  }
+  for (Interface interface : {Interface::pipeline, Interface::primitives}) {
+    for (int vectors : {1, 2, 4, 8}) {
+      sweep_point(harness, w, gpu, "granularity", {interface, stages, vectors});
+    }
+  }
+  std::cout << "Sweeps: one block per SM (" << gpu.sm_count << " blocks of " << kThreads
+            << " threads); 'stages' with " << kilobytes(batch_bytes(kVectorsPerThread))
+            << " batches, 'granularity' with " << stages << " stages\n";
+}
+
+int run(const Settings& settings, const course::DeviceSummary& gpu) {
+  const course::CommonOptions& options = settings.options;
+  const std::size_t n =
+      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  std::cout << "lesson 06 pipeline_multi_stage: " << n << " uint32 elements, " << kThreads
+            << " threads per block, " << settings.stages << " stages of "
+            << kilobytes(batch_bytes(kVectorsPerThread))
+            << " in the main table; GB/s counts bytes read + bytes written\n";
+
+  Workload w(n);
+  course::Harness harness(kLesson, options, gpu);
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.baseline(kBaseline);
+  harness.headline("primitives-1-per-SM");
+  harness.target({"primitives", 0.95, course::Yardstick::sm_copy_roof});
+  harness.ratio_target({"primitives-1-per-SM", kBaseline, 1.15});
+
+  std::vector<VariantSpec> specs = kVariants;
+  if (options.variant == kBroken) specs.push_back(kBrokenVariant);
+  for (const VariantSpec& spec : specs) {
+    if (!options.variant.empty() && options.variant != spec.name) continue;
+    run_spec(harness, w, gpu, settings.stages, spec);
+  }
+  // The sweeps, at one block per SM, only when every variant ran (their speed-ups are
+  // relative to the baseline of the main table).
+  if (!settings.no_sweeps && options.variant.empty()) run_sweeps(harness, w, gpu, settings.stages);
+  return harness.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
   course::FlagParser flags(
       kLesson,
       "Lesson 06: multi-stage pipelines. Each block keeps S batches of 16 KB in shared\n"
@@ -89,136 +251,9 @@ int main(int argc, char** argv) {
       "FILE with '_sweep' before '.csv'.\n"
       "'broken-one-stage-too-many' is DELIBERATELY BROKEN (it prefetches one batch more\n"
       "than it has buffers; racecheck reports it): it never runs unless --variant names it.");
-  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("stages", &stages, 0,
-                "stages (shared buffers) of the pipeline and primitives variants and of the "
-                "granularity sweep, 2 to 8 (default 4)");
-  flags.add_bool("no-sweeps", &no_sweeps, "skip the stage and granularity sweeps");
-
-  auto validate = [&] {
-    if (stages < kMinStages || stages > kMaxStages) {
-      throw course::UsageError("--stages must be in [" + std::to_string(kMinStages) + ", " +
-                               std::to_string(kMaxStages) + "], got " + std::to_string(stages));
-    }
-  };
-
-  auto body = [&](const course::DeviceSummary& gpu) {
-    const std::size_t n =
-        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    std::cout << "lesson 06 pipeline_multi_stage: " << n << " uint32 elements, " << kThreads
-              << " threads per block, " << stages << " stages of "
-              << kilobytes(batch_bytes(kVectorsPerThread))
-              << " in the main table; GB/s counts bytes read + bytes written\n";
-
-    course::DeviceBuffer<std::uint32_t> in(n), out(n);
-    course::fill_hash(in.span(), /*seed=*/6);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    std::vector<std::uint32_t> expected(n);
-    course::workload::reference(host_in, expected);
-
-    course::Harness harness(kLesson, options, gpu);
-    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
-    harness.roof_sm_copy(out.data(), in.data(), in.bytes());
-    harness.baseline(kBaseline);
-    harness.headline("primitives-1-per-SM");
-    harness.target({"primitives", 0.95, course::Yardstick::sm_copy_roof});
-    harness.ratio_target({"primitives-1-per-SM", kBaseline, 1.15});
-
-    // A checked variant: poison the output, run once, compare every element.
-    auto checked = [&](const std::string& name, course::Launch run) {
-      return course::Variant{
-          name,
-          course::workload::bytes_moved(n),
-          std::move(run),
-          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&] {
-            return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
-          },
-      };
-    };
-    auto lesson01 = [&](register_staged::LaunchShape shape) {
-      return register_staged::prepare_copy_and_compute(in.cspan(), out.span(),
-                                                       register_staged::Granularity::coarse, shape);
-    };
-    auto pipelined = [&](const Config& config, register_staged::LaunchShape shape) {
-      return pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), config, shape);
-    };
-
-    std::vector<VariantSpec> specs = kVariants;
-    if (options.variant == kBroken) specs.push_back(kBrokenVariant);
-    for (const VariantSpec& spec : specs) {
-      if (!options.variant.empty() && options.variant != spec.name) continue;
-      const Config config{spec.interface, stages, kVectorsPerThread};
-      const int resident =
-          spec.lesson01
-              ? register_staged::max_blocks_per_sm(register_staged::Granularity::coarse, kThreads)
-              : pipeline_multi_stage::max_blocks_per_sm(config, kThreads);
-      if (resident < 1) {
-        throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
-      }
-      std::string what = spec.lesson01
-                             ? "lesson 01's register-staged kernel, 1 buffer of 16 KB"
-                             : std::to_string(stages) + " stages of " +
-                                   kilobytes(batch_bytes(kVectorsPerThread)) + " (" +
-                                   kilobytes(pipeline_multi_stage::shared_bytes(config, kThreads)) +
-                                   " of shared memory)";
-      int per_sm = spec.one_block_per_sm ? 1 : resident;
-      int blocks = gpu.sm_count * per_sm;
-      if (spec.interface == Interface::broken_one_stage_too_many) {
-        // The extra copy is only issued when a block owns more batches than it has
-        // buffers: give each block about 2 x stages batches (at most one block per SM).
-        const std::size_t batches = pipeline_multi_stage::batch_count(
-            n, pipeline_multi_stage::batch_elements(kThreads, kVectorsPerThread));
-        blocks = static_cast<int>(std::clamp<std::size_t>(batches / (2 * stages), 1,
-                                                          static_cast<std::size_t>(gpu.sm_count)));
-        per_sm = 1;
-        what += "; DELIBERATELY BROKEN: prefetches one batch more than it has buffers";
-      }
-      const register_staged::LaunchShape shape{blocks, kThreads};
-      std::cout << "  " << spec.name << ": " << blocks << " blocks (" << per_sm
-                << " per SM; at most " << resident << " fit), " << what << "\n";
-      harness.run(checked(spec.name, spec.lesson01 ? lesson01(shape) : pipelined(config, shape)));
-    }
-
-    // The sweeps, at one block per SM, only when every variant ran (their speed-ups are
-    // relative to the baseline of the main table).
-    if (!no_sweeps && options.variant.empty()) {
-      const register_staged::LaunchShape one_per_sm{gpu.sm_count, kThreads};
-      auto point = [&](const std::string& sweep, const Config& config) {
-        const std::string label = std::string(pipeline_multi_stage::name(config.interface)) + ", " +
-                                  std::to_string(config.stages) + " stages, " +
-                                  kilobytes(batch_bytes(config.vectors_per_thread));
-        if (pipeline_multi_stage::max_blocks_per_sm(config, kThreads) < 1) {
-          std::cout << "  " << sweep << " sweep, " << label << ": skipped, "
-                    << kilobytes(pipeline_multi_stage::shared_bytes(config, kThreads))
-                    << " of shared memory does not fit one block\n";
-          return;
-        }
-        harness.sweep(sweep,
-                      {{"interface", pipeline_multi_stage::name(config.interface)},
-                       {"stages", std::to_string(config.stages)},
-                       {"vectors_per_thread", std::to_string(config.vectors_per_thread)},
-                       {"batch_bytes", std::to_string(batch_bytes(config.vectors_per_thread))},
-                       {"threads_per_block", std::to_string(kThreads)},
-                       {"blocks", std::to_string(one_per_sm.blocks)}},
-                      checked(label, pipelined(config, one_per_sm)));
-      };
-      for (Interface interface : {Interface::pipeline, Interface::primitives}) {
-        for (int s = kMinStages; s <= kMaxStages; ++s) {
-          point("stages", {interface, s, kVectorsPerThread});
-        }
-      }
-      for (Interface interface : {Interface::pipeline, Interface::primitives}) {
-        for (int vectors : {1, 2, 4, 8}) point("granularity", {interface, stages, vectors});
-      }
-      std::cout << "Sweeps: one block per SM (" << one_per_sm.blocks << " blocks of " << kThreads
-                << " threads); 'stages' with " << kilobytes(batch_bytes(kVectorsPerThread))
-                << " batches, 'granularity' with " << stages << " stages\n";
-    }
-    return harness.finish();
-  };
-
-  return course::run_driver(flags, argc, argv, options, body, validate);
+  add_flags(flags, settings);
+  return course::run_driver(
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

@@ -39,11 +39,126 @@ std::vector<std::string> variant_names() {
   return names;
 }
 
+/// The command line: the common flags and --blocks-per-sm.
+struct Settings {
+  course::CommonOptions options;
+  int blocks_per_sm = 1;
+};
+
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  if (s.blocks_per_sm > kMaxBlocksPerSm) {
+    throw course::UsageError("--blocks-per-sm must be in [0, " + std::to_string(kMaxBlocksPerSm) +
+                             "], got " + std::to_string(s.blocks_per_sm));
+  }
+}
+
+/// The workload on the device and its CPU reference.
+struct Workload {
+  explicit Workload(std::size_t elements) : n(elements), in(n), out(n), expected(n) {
+    course::fill_hash(in.span(), /*seed=*/8);
+    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
+    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
+    course::workload::reference(host_in, expected);
+  }
+
+  const std::size_t n;
+  course::DeviceBuffer<std::uint32_t> in, out;
+  std::vector<std::uint32_t> expected;
+};
+
+/// Every variant's launch shape, one line each. One block per SM by default: the variant's
+/// own pipeline is all that hides latency.
+std::vector<we::LaunchShape> launch_shapes(int blocks_per_sm, const course::DeviceSummary& gpu) {
+  std::vector<we::LaunchShape> shapes;
+  std::cout << "\nVariants (" << kThreads << " threads per block):\n";
+  for (const we::VariantSpec& spec : we::variants()) {
+    const int resident = we::max_blocks_per_sm(spec.mode, kThreads);
+    if (resident < 1) throw std::runtime_error("one block does not fit on an SM");
+    const int per_sm = blocks_per_sm > 0 ? std::min(blocks_per_sm, resident) : resident;
+    shapes.push_back({gpu.sm_count * per_sm, kThreads});
+    std::cout << "  " << spec.name << ": " << shapes.back().blocks << " blocks (" << per_sm
+              << " per SM; at most " << resident << " fit); " << spec.what << "\n";
+  }
+  return shapes;
+}
+
+/// The entanglement report: one instrumented launch per variant, the model beside what it
+/// measured (sweep `entanglement`). With --variant, its control (and the converged baseline)
+/// are measured too.
+void run_entanglement_report(course::Harness& harness, Workload& w,
+                             const std::vector<we::LaunchShape>& shapes, const std::string& variant,
+                             const course::DeviceSummary& gpu) {
+  const std::vector<std::string> reported =
+      variant.empty() ? variant_names() : we::with_controls(variant);
+  std::vector<we::EntanglementRow> rows;
+  for (std::size_t i = 0; i < we::variants().size(); ++i) {
+    const we::VariantSpec& spec = we::variants()[i];
+    if (std::find(reported.begin(), reported.end(), spec.name) == reported.end()) continue;
+    rows.push_back(we::measure_entanglement(w.in.cspan(), w.out.span(), w.expected, spec, shapes[i],
+                                            harness.stream()));
+  }
+  we::compare_with_controls(rows);
+  we::print_entanglement(rows, gpu.name, std::cout);
+  for (const we::EntanglementRow& r : rows) {
+    if (!r.failure.empty()) std::cerr << kLesson << " " << r.spec.name << ": " << r.failure << "\n";
+    harness.record_sweep("entanglement", we::entanglement_columns(r), r.spec.name, r.kernel_ms,
+                         course::workload::bytes_moved(w.n), r.failure.empty() ? "PASS" : "FAIL");
+  }
+  std::cout << "(The harness lists these instrumented launches, one run each, as the sweep "
+               "`entanglement` below;\nthe main table times the same kernels uninstrumented.)\n";
+}
+
+/// The harness table: the same kernels, uninstrumented, checked and timed.
+void run_table(course::Harness& harness, Workload& w, const std::vector<we::LaunchShape>& shapes,
+               const std::string& variant) {
+  for (std::size_t i = 0; i < we::variants().size(); ++i) {
+    const we::VariantSpec& spec = we::variants()[i];
+    if (!variant.empty() && variant != spec.name) continue;
+    harness.run({
+        spec.name,
+        course::workload::bytes_moved(w.n),
+        we::prepare_copy_and_compute(w.in.cspan(), w.out.span(), spec.mode,
+                                     we::lane_paths(spec.paths), shapes[i]),
+        [&](cudaStream_t s) { course::poison(w.out.data(), w.out.bytes(), s); },
+        [&] {
+          const auto actual = course::to_host(w.out.cspan());
+          return course::compare_exact<std::uint32_t>(w.expected, actual);
+        },
+    });
+  }
+}
+
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const course::CommonOptions& options = s.options;
+  const std::size_t n =
+      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  std::cout << "lesson 08 warp_entanglement: " << n << " uint32 elements, " << kThreads
+            << " threads per block, " << we::kStages << " buffers of "
+            << we::batch_elements(kThreads) * sizeof(std::uint32_t) / 1024
+            << " KB; batch k+1 starts before wait_prior(" << we::kAllowedPending
+            << ") for batch k; GB/s counts bytes read + bytes written\n";
+
+  Workload w(n);
+  we::model::print_fully_diverged_example(std::cout);
+
+  course::Harness harness(kLesson, options, gpu);
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  // The roof copies whole 16-byte vectors: the largest multiple of 16 bytes (a rate).
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes() / 16 * 16);
+  harness.baseline(kBaseline);
+  harness.headline(kBaseline);
+
+  const std::vector<we::LaunchShape> shapes = launch_shapes(s.blocks_per_sm, gpu);
+  run_entanglement_report(harness, w, shapes, options.variant, gpu);
+  run_table(harness, w, shapes, options.variant);
+  return harness.finish();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::CommonOptions options;
-  int blocks_per_sm = 1;
+  Settings settings;
   course::FlagParser flags(
       kLesson,
       "Lesson 08: warp entanglement. The same copy-and-compute kernel (pipeline primitives,\n"
@@ -54,94 +169,14 @@ int main(int argc, char** argv) {
       "sequence predicts next to what one instrumented launch per variant measured (with\n"
       "--csv FILE.csv: FILE_sweep.csv), then times the uninstrumented kernels against a D2D\n"
       "cudaMemcpy and the SM copy roof (FILE.csv).");
-  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
+  flags.add_common(settings.options,
+                   "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
                    variant_names());
-  flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
+  flags.add_int("blocks-per-sm", &settings.blocks_per_sm, 0,
                 "blocks per SM, at most 32 (default 1, where one block's pipeline is all there "
                 "is to hide latency; 0: as many as fit)");
-  auto validate = [&] {
-    if (blocks_per_sm > kMaxBlocksPerSm) {
-      throw course::UsageError("--blocks-per-sm must be in [0, " + std::to_string(kMaxBlocksPerSm) +
-                               "], got " + std::to_string(blocks_per_sm));
-    }
-  };
-
-  auto body = [&](const course::DeviceSummary& gpu) {
-    const std::size_t n =
-        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    std::cout << "lesson 08 warp_entanglement: " << n << " uint32 elements, " << kThreads
-              << " threads per block, " << we::kStages << " buffers of "
-              << we::batch_elements(kThreads) * sizeof(std::uint32_t) / 1024
-              << " KB; batch k+1 starts before wait_prior(" << we::kAllowedPending
-              << ") for batch k; GB/s counts bytes read + bytes written\n";
-
-    course::DeviceBuffer<std::uint32_t> in(n), out(n);
-    course::fill_hash(in.span(), /*seed=*/8);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    std::vector<std::uint32_t> expected(n);
-    course::workload::reference(host_in, expected);
-
-    we::model::print_fully_diverged_example(std::cout);
-
-    course::Harness harness(kLesson, options, gpu);
-    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
-    // The roof copies whole 16-byte vectors: the largest multiple of 16 bytes (a rate).
-    harness.roof_sm_copy(out.data(), in.data(), in.bytes() / 16 * 16);
-    harness.baseline(kBaseline);
-    harness.headline(kBaseline);
-
-    // One block per SM by default: the variant's own pipeline is all that hides latency.
-    std::vector<we::LaunchShape> shapes;
-    std::cout << "\nVariants (" << kThreads << " threads per block):\n";
-    for (const we::VariantSpec& spec : we::variants()) {
-      const int resident = we::max_blocks_per_sm(spec.mode, kThreads);
-      if (resident < 1) throw std::runtime_error("one block does not fit on an SM");
-      const int per_sm = blocks_per_sm > 0 ? std::min(blocks_per_sm, resident) : resident;
-      shapes.push_back({gpu.sm_count * per_sm, kThreads});
-      std::cout << "  " << spec.name << ": " << shapes.back().blocks << " blocks (" << per_sm
-                << " per SM; at most " << resident << " fit); " << spec.what << "\n";
-    }
-
-    // ---- the entanglement report: one instrumented launch per variant ----------------------
-    // With --variant, its control (and the converged baseline) are measured too.
-    const std::vector<std::string> reported =
-        options.variant.empty() ? variant_names() : we::with_controls(options.variant);
-    std::vector<we::EntanglementRow> rows;
-    for (std::size_t i = 0; i < we::variants().size(); ++i) {
-      const we::VariantSpec& spec = we::variants()[i];
-      if (std::find(reported.begin(), reported.end(), spec.name) == reported.end()) continue;
-      rows.push_back(we::measure_entanglement(in.cspan(), out.span(), expected, spec, shapes[i],
-                                              harness.stream()));
-    }
-    we::compare_with_controls(rows);
-    we::print_entanglement(rows, gpu.name, std::cout);
-    for (const we::EntanglementRow& r : rows) {
-      if (!r.failure.empty())
-        std::cerr << kLesson << " " << r.spec.name << ": " << r.failure << "\n";
-      harness.record_sweep("entanglement", we::entanglement_columns(r), r.spec.name, r.kernel_ms,
-                           course::workload::bytes_moved(n), r.failure.empty() ? "PASS" : "FAIL");
-    }
-    std::cout << "(The harness lists these instrumented launches, one run each, as the sweep "
-                 "`entanglement` below;\nthe main table times the same kernels uninstrumented.)\n";
-
-    // ---- the harness table: the same kernels, uninstrumented, timed -----------------------
-    for (std::size_t i = 0; i < we::variants().size(); ++i) {
-      const we::VariantSpec& spec = we::variants()[i];
-      if (!options.variant.empty() && options.variant != spec.name) continue;
-      harness.run({
-          spec.name,
-          course::workload::bytes_moved(n),
-          we::prepare_copy_and_compute(in.cspan(), out.span(), spec.mode,
-                                       we::lane_paths(spec.paths), shapes[i]),
-          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&] {
-            const auto actual = course::to_host(out.cspan());
-            return course::compare_exact<std::uint32_t>(expected, actual);
-          },
-      });
-    }
-    return harness.finish();
-  };
-  return course::run_driver(flags, argc, argv, options, body, validate);
+  return course::run_driver(
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

@@ -83,12 +83,236 @@ std::size_t batch_bytes(int vectors_per_thread) {
   return tma_bulk_copy::batch_elements(kThreads, vectors_per_thread) * sizeof(std::uint32_t);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command line: the common flags and lesson 10's own.
+struct Settings {
   course::CommonOptions options;
   int stages = Config{}.stages;
   bool no_sweeps = false;
+};
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
+                   variant_names());
+  flags.add_int("stages", &s.stages, 0,
+                "stages of the tma-pipeline variant and of the granularity sweep, 2 to 8 "
+                "(default 4)");
+  flags.add_bool("no-sweeps", &s.no_sweeps, "skip the stage and granularity sweeps");
+}
+
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  if (s.stages < tma_bulk_copy::kMinStages || s.stages > tma_bulk_copy::kMaxStages) {
+    throw course::UsageError("--stages must be in [2, 8], got " + std::to_string(s.stages));
+  }
+}
+
+/// The workload on the device, its CPU reference, and what the plain bulk copy must produce.
+struct Workload {
+  explicit Workload(std::size_t elements)
+      : n(elements), in(n), out(n), copy_bytes(n * sizeof(std::uint32_t) / 16 * 16) {
+    course::fill_hash(in.span(), /*seed=*/10);
+    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
+    expected.resize(n);
+    course::workload::reference(host_in, expected);
+    // The plain bulk copy moves the whole 16-byte chunks of the input unchanged.
+    copied.assign(host_in.begin(), host_in.begin() + copy_bytes / sizeof(std::uint32_t));
+  }
+
+  /// A checked variant: poison the output, run once, then report any bounded wait that timed
+  /// out and compare every element (all of them, or the copied prefix).
+  course::Variant checked(const std::string& name, course::Launch run, bool copy_only = false) {
+    return course::Variant{
+        name,
+        copy_only ? 2.0 * static_cast<double>(copy_bytes) : course::workload::bytes_moved(n),
+        std::move(run),
+        [this](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
+        [this, name, copy_only] {
+          const unsigned errors = tma_bulk_copy::take_wait_errors();
+          const std::vector<std::uint32_t> got = course::to_host(out.cspan());
+          course::Comparison c =
+              copy_only
+                  ? course::compare_exact<std::uint32_t>(
+                        copied, cuda::std::span<const std::uint32_t>(got.data(), copied.size()))
+                  : course::compare_exact<std::uint32_t>(expected, got);
+          if (errors != tma_bulk_copy::kNoWaitError) {
+            std::cout << "  " << name << ": " << tma_bulk_copy::describe_wait_errors(errors)
+                      << "\n";
+            c.mismatches = std::max<std::size_t>(c.mismatches, 1);
+          }
+          return c;
+        },
+    };
+  }
+
+  const std::size_t n;
+  course::DeviceBuffer<std::uint32_t> in, out;
+  const std::size_t copy_bytes;         ///< the bulk copy's bytes: whole 16-byte chunks
+  std::vector<std::uint32_t> expected;  ///< the workload's output, from the CPU
+  std::vector<std::uint32_t> copied;    ///< the bulk copy's output: the input's prefix
+};
+
+/// A variant ready to run: its launch, its blocks per SM, and the line that describes it.
+struct Prepared {
+  int resident = 0;
+  course::Launch launch;
+  std::string what;
+};
+
+/// Lesson 06's primitives kernel at lesson 06's settings, as many blocks per SM as fit.
+Prepared prepare_lesson06(Workload& w, const course::DeviceSummary& gpu) {
+  Prepared p;
+  const pipeline_multi_stage::Config c{pipeline_multi_stage::Interface::primitives, 4,
+                                       kVectorsPerThread};
+  p.resident = pipeline_multi_stage::max_blocks_per_sm(c, kThreads);
+  p.what = "lesson 06's primitives kernel, 4 stages of 16 KB";
+  p.launch = pipeline_multi_stage::prepare_copy_and_compute(
+      w.in.cspan(), w.out.span(), c, {gpu.sm_count * std::max(p.resident, 1), kThreads});
+  return p;
+}
+
+#if COURSE_L10_WITH_LESSON_09
+/// Lesson 09's default cp.async variant, as many blocks per SM as fit.
+Prepared prepare_lesson09(Workload& w, const course::DeviceSummary& gpu) {
+  Prepared p;
+  const ptx_cp_async::Config c{};
+  p.resident = ptx_cp_async::max_blocks_per_sm(c, kThreads);
+  p.what = std::string("lesson 09's default variant (") + ptx_cp_async::name(c) + ", " +
+           std::to_string(c.stages) + " stages)";
+  p.launch = ptx_cp_async::prepare_copy_and_compute(
+      w.in.cspan(), w.out.span(), c, {gpu.sm_count * std::max(p.resident, 1), kThreads});
+  return p;
+}
+#endif
+
+/// One of this lesson's kernels (the TMA pipeline, a single-buffer kernel, a plain bulk copy,
+/// a broken variant), as many blocks per SM as fit.
+Prepared prepare_tma(const VariantSpec& spec, Workload& w, const course::DeviceSummary& gpu,
+                     int stages) {
+  Prepared p;
+  const Config c{spec.variant, stages, kVectorsPerThread};
+  p.resident = tma_bulk_copy::max_blocks_per_sm(c, kThreads);
+  const register_staged::LaunchShape shape{gpu.sm_count * std::max(p.resident, 1), kThreads};
+  p.what = spec.variant == Variant::pipeline
+               ? std::to_string(stages) + " stages of 16 KB + a producer warp"
+               : "one 16 KB input and one 16 KB output buffer";
+  if (spec.kind == Kind::bulk_copy_ptx || spec.kind == Kind::bulk_copy_barrier) {
+    p.launch = tma_bulk_copy::prepare_bulk_copy(w.in.data(), w.out.data(), w.copy_bytes,
+                                                spec.kind == Kind::bulk_copy_ptx
+                                                    ? tma_bulk_copy::Barrier::ptx
+                                                    : tma_bulk_copy::Barrier::cuda_barrier,
+                                                shape, kVectorsPerThread);
+    p.what = "a plain copy of the input, 16 KB chunks, TMA load and store";
+  } else {
+    p.launch = tma_bulk_copy::prepare_copy_and_compute(w.in.cspan(), w.out.span(), c, shape);
+  }
+  if (tma_bulk_copy::is_broken(spec.variant)) p.what += "; DELIBERATELY BROKEN";
+  return p;
+}
+
+/// Runs one row of the main table (unless --variant names another), after the line that
+/// says how it launches.
+void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+              const Settings& settings, const VariantSpec& spec) {
+  if (!settings.options.variant.empty() && settings.options.variant != spec.name) return;
+  Prepared p;
+  if (spec.kind == Kind::lesson06) {
+    p = prepare_lesson06(w, gpu);
+#if COURSE_L10_WITH_LESSON_09
+  } else if (spec.kind == Kind::lesson09) {
+    p = prepare_lesson09(w, gpu);
+#endif
+  } else {
+    p = prepare_tma(spec, w, gpu, settings.stages);
+  }
+  if (p.resident < 1) throw std::runtime_error(spec.name + ": one block does not fit on an SM");
+  std::cout << "  " << spec.name << ": " << gpu.sm_count * p.resident << " blocks (" << p.resident
+            << " per SM), " << p.what << "\n";
+  const bool copy_only = spec.kind == Kind::bulk_copy_ptx || spec.kind == Kind::bulk_copy_barrier;
+  harness.run(w.checked(spec.name, std::move(p.launch), copy_only));
+}
+
+/// One point of a sweep, at one block per SM: the TMA pipeline or lesson 06's primitives at
+/// `s` stages of `vectors` vectors per thread (skipped, and said so, when it does not fit).
+void sweep_point(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+                 const std::string& sweep, bool tma, int s, int vectors) {
+  const register_staged::LaunchShape one_per_sm{gpu.sm_count, kThreads};
+  const std::string interface = tma ? "pipeline" : "primitives";
+  const std::string label = std::string(tma ? "tma-pipeline" : "06-primitives") + ", " +
+                            std::to_string(s) + " stages, " + kilobytes(batch_bytes(vectors));
+  const Config c{Variant::pipeline, s, vectors};
+  const pipeline_multi_stage::Config c06{pipeline_multi_stage::Interface::primitives, s, vectors};
+  const int fits = tma ? tma_bulk_copy::max_blocks_per_sm(c, kThreads)
+                       : pipeline_multi_stage::max_blocks_per_sm(c06, kThreads);
+  if (fits < 1) {
+    std::cout << "  " << sweep << " sweep, " << label << ": skipped, does not fit one SM\n";
+    return;
+  }
+  course::Launch launch =
+      tma ? tma_bulk_copy::prepare_copy_and_compute(w.in.cspan(), w.out.span(), c, one_per_sm)
+          : pipeline_multi_stage::prepare_copy_and_compute(w.in.cspan(), w.out.span(), c06,
+                                                           one_per_sm);
+  harness.sweep(sweep,
+                {{"interface", interface},
+                 {"stages", std::to_string(s)},
+                 {"vectors_per_thread", std::to_string(vectors)},
+                 {"batch_bytes", std::to_string(batch_bytes(vectors))},
+                 {"threads_per_block", std::to_string(kThreads)},
+                 {"blocks", std::to_string(one_per_sm.blocks)}},
+                w.checked(label, std::move(launch)));
+}
+
+/// The stage sweep (2-8 stages of 16 KB) and the granularity sweep (4-32 KB at --stages).
+void run_sweeps(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+                int stages) {
+  for (bool tma : {true, false}) {
+    for (int s = tma_bulk_copy::kMinStages; s <= tma_bulk_copy::kMaxStages; ++s) {
+      sweep_point(harness, w, gpu, "stages", tma, s, kVectorsPerThread);
+    }
+  }
+  for (bool tma : {true, false}) {
+    for (int vectors : {1, 2, 4, 8})
+      sweep_point(harness, w, gpu, "granularity", tma, stages, vectors);
+  }
+  std::cout << "Sweeps: one block per SM (" << gpu.sm_count << " blocks of " << kThreads
+            << " consumer threads; the TMA pipeline adds a producer warp); interface "
+               "'pipeline' is this lesson's TMA pipeline, 'primitives' lesson 06's kernel\n";
+}
+
+int run(const Settings& settings, const course::DeviceSummary& gpu) {
+  const course::CommonOptions& options = settings.options;
+  course::require_compute_capability(gpu, {9, 0}, "lesson 10 (cp.async.bulk, mbarrier tx counts)");
+  const std::size_t n =
+      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  std::cout << "lesson 10 tma_bulk_copy: " << n << " uint32 elements, " << kThreads
+            << " consumer threads per block, " << settings.stages << " stages of "
+            << kilobytes(batch_bytes(kVectorsPerThread))
+            << " in the main table; GB/s counts bytes read + bytes written\n";
+  if (!COURSE_L10_WITH_LESSON_09) {
+    std::cout << "lesson 09 is not part of this build: no 09-best row, no target against it\n";
+  }
+
+  Workload w(n);
+  course::Harness harness(kLesson, options, gpu);
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.baseline(kBaseline);
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.98, course::Yardstick::sm_copy_roof});
+  if (COURSE_L10_WITH_LESSON_09) harness.ratio_target({kHeadline, kLesson09, 1.0});
+
+  for (const VariantSpec& spec : correct_variants()) run_spec(harness, w, gpu, settings, spec);
+  for (const VariantSpec& spec : kBrokenVariants) {
+    if (options.variant == spec.name) run_spec(harness, w, gpu, settings, spec);
+  }
+  // The sweeps, at one block per SM, only when every variant ran.
+  if (!settings.no_sweeps && options.variant.empty()) run_sweeps(harness, w, gpu, settings.stages);
+  return harness.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
   course::FlagParser flags(
       kLesson,
       "Lesson 10: bulk copies (TMA) with mbarrier transaction counts; needs compute\n"
@@ -103,171 +327,9 @@ int main(int argc, char** argv) {
       "'broken-wrong-expect-tx', 'broken-parity-not-flipped' and 'broken-missing-proxy-fence'\n"
       "are DELIBERATELY BROKEN and run only when --variant names them; every wait is bounded,\n"
       "so the first ends with a clear error after 2 s instead of hanging.");
-  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("stages", &stages, 0,
-                "stages of the tma-pipeline variant and of the granularity sweep, 2 to 8 "
-                "(default 4)");
-  flags.add_bool("no-sweeps", &no_sweeps, "skip the stage and granularity sweeps");
-
-  auto validate = [&] {
-    if (stages < tma_bulk_copy::kMinStages || stages > tma_bulk_copy::kMaxStages) {
-      throw course::UsageError("--stages must be in [2, 8], got " + std::to_string(stages));
-    }
-  };
-
-  auto body = [&](const course::DeviceSummary& gpu) {
-    course::require_compute_capability(gpu, {9, 0},
-                                       "lesson 10 (cp.async.bulk, mbarrier tx counts)");
-    const std::size_t n =
-        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    std::cout << "lesson 10 tma_bulk_copy: " << n << " uint32 elements, " << kThreads
-              << " consumer threads per block, " << stages << " stages of "
-              << kilobytes(batch_bytes(kVectorsPerThread))
-              << " in the main table; GB/s counts bytes read + bytes written\n";
-    if (!COURSE_L10_WITH_LESSON_09) {
-      std::cout << "lesson 09 is not part of this build: no 09-best row, no target against it\n";
-    }
-
-    course::DeviceBuffer<std::uint32_t> in(n), out(n);
-    course::fill_hash(in.span(), /*seed=*/10);
-    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    std::vector<std::uint32_t> expected(n);
-    course::workload::reference(host_in, expected);
-    // The plain bulk copy moves the whole 16-byte chunks of the input unchanged.
-    const std::size_t copy_bytes = n * sizeof(std::uint32_t) / 16 * 16;
-    const std::vector<std::uint32_t> copied(host_in.begin(),
-                                            host_in.begin() + copy_bytes / sizeof(std::uint32_t));
-
-    course::Harness harness(kLesson, options, gpu);
-    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
-    harness.roof_sm_copy(out.data(), in.data(), in.bytes());
-    harness.baseline(kBaseline);
-    harness.headline(kHeadline);
-    harness.target({kHeadline, 0.98, course::Yardstick::sm_copy_roof});
-    if (COURSE_L10_WITH_LESSON_09) harness.ratio_target({kHeadline, kLesson09, 1.0});
-
-    // A checked variant: poison the output, run once, then report any bounded wait that
-    // timed out and compare every element (all of them, or the copied prefix).
-    auto checked = [&](const std::string& name, course::Launch run, bool copy_only = false) {
-      return course::Variant{
-          name,
-          copy_only ? 2.0 * static_cast<double>(copy_bytes) : course::workload::bytes_moved(n),
-          std::move(run),
-          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&, name, copy_only] {
-            const unsigned errors = tma_bulk_copy::take_wait_errors();
-            const std::vector<std::uint32_t> got = course::to_host(out.cspan());
-            course::Comparison c =
-                copy_only
-                    ? course::compare_exact<std::uint32_t>(
-                          copied, cuda::std::span<const std::uint32_t>(got.data(), copied.size()))
-                    : course::compare_exact<std::uint32_t>(expected, got);
-            if (errors != tma_bulk_copy::kNoWaitError) {
-              std::cout << "  " << name << ": " << tma_bulk_copy::describe_wait_errors(errors)
-                        << "\n";
-              c.mismatches = std::max<std::size_t>(c.mismatches, 1);
-            }
-            return c;
-          },
-      };
-    };
-
-    auto run_spec = [&](const VariantSpec& spec) {
-      if (!options.variant.empty() && options.variant != spec.name) return;
-      int resident = 0;
-      course::Launch launch;
-      std::string what;
-      if (spec.kind == Kind::lesson06) {
-        const pipeline_multi_stage::Config c{pipeline_multi_stage::Interface::primitives, 4,
-                                             kVectorsPerThread};
-        resident = pipeline_multi_stage::max_blocks_per_sm(c, kThreads);
-        what = "lesson 06's primitives kernel, 4 stages of 16 KB";
-        launch = pipeline_multi_stage::prepare_copy_and_compute(
-            in.cspan(), out.span(), c, {gpu.sm_count * std::max(resident, 1), kThreads});
-#if COURSE_L10_WITH_LESSON_09
-      } else if (spec.kind == Kind::lesson09) {
-        const ptx_cp_async::Config c{};
-        resident = ptx_cp_async::max_blocks_per_sm(c, kThreads);
-        what = std::string("lesson 09's default variant (") + ptx_cp_async::name(c) + ", " +
-               std::to_string(c.stages) + " stages)";
-        launch = ptx_cp_async::prepare_copy_and_compute(
-            in.cspan(), out.span(), c, {gpu.sm_count * std::max(resident, 1), kThreads});
-#endif
-      } else {
-        const Config c{spec.variant, stages, kVectorsPerThread};
-        resident = tma_bulk_copy::max_blocks_per_sm(c, kThreads);
-        const register_staged::LaunchShape shape{gpu.sm_count * std::max(resident, 1), kThreads};
-        what = spec.variant == Variant::pipeline
-                   ? std::to_string(stages) + " stages of 16 KB + a producer warp"
-                   : "one 16 KB input and one 16 KB output buffer";
-        if (spec.kind == Kind::bulk_copy_ptx || spec.kind == Kind::bulk_copy_barrier) {
-          launch = tma_bulk_copy::prepare_bulk_copy(in.data(), out.data(), copy_bytes,
-                                                    spec.kind == Kind::bulk_copy_ptx
-                                                        ? tma_bulk_copy::Barrier::ptx
-                                                        : tma_bulk_copy::Barrier::cuda_barrier,
-                                                    shape, kVectorsPerThread);
-          what = "a plain copy of the input, 16 KB chunks, TMA load and store";
-        } else {
-          launch = tma_bulk_copy::prepare_copy_and_compute(in.cspan(), out.span(), c, shape);
-        }
-        if (tma_bulk_copy::is_broken(spec.variant)) what += "; DELIBERATELY BROKEN";
-      }
-      if (resident < 1) throw std::runtime_error(spec.name + ": one block does not fit on an SM");
-      std::cout << "  " << spec.name << ": " << gpu.sm_count * resident << " blocks (" << resident
-                << " per SM), " << what << "\n";
-      const bool copy_only =
-          spec.kind == Kind::bulk_copy_ptx || spec.kind == Kind::bulk_copy_barrier;
-      harness.run(checked(spec.name, std::move(launch), copy_only));
-    };
-    for (const VariantSpec& spec : correct_variants()) run_spec(spec);
-    for (const VariantSpec& spec : kBrokenVariants) {
-      if (options.variant == spec.name) run_spec(spec);
-    }
-
-    // The sweeps, at one block per SM, only when every variant ran.
-    if (!no_sweeps && options.variant.empty()) {
-      const register_staged::LaunchShape one_per_sm{gpu.sm_count, kThreads};
-      auto point = [&](const std::string& sweep, bool tma, int s, int vectors) {
-        const std::string interface = tma ? "pipeline" : "primitives";
-        const std::string label = std::string(tma ? "tma-pipeline" : "06-primitives") + ", " +
-                                  std::to_string(s) + " stages, " + kilobytes(batch_bytes(vectors));
-        const Config c{Variant::pipeline, s, vectors};
-        const pipeline_multi_stage::Config c06{pipeline_multi_stage::Interface::primitives, s,
-                                               vectors};
-        const int fits = tma ? tma_bulk_copy::max_blocks_per_sm(c, kThreads)
-                             : pipeline_multi_stage::max_blocks_per_sm(c06, kThreads);
-        if (fits < 1) {
-          std::cout << "  " << sweep << " sweep, " << label << ": skipped, does not fit one SM\n";
-          return;
-        }
-        course::Launch launch =
-            tma ? tma_bulk_copy::prepare_copy_and_compute(in.cspan(), out.span(), c, one_per_sm)
-                : pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), c06,
-                                                                 one_per_sm);
-        harness.sweep(sweep,
-                      {{"interface", interface},
-                       {"stages", std::to_string(s)},
-                       {"vectors_per_thread", std::to_string(vectors)},
-                       {"batch_bytes", std::to_string(batch_bytes(vectors))},
-                       {"threads_per_block", std::to_string(kThreads)},
-                       {"blocks", std::to_string(one_per_sm.blocks)}},
-                      checked(label, std::move(launch)));
-      };
-      for (bool tma : {true, false}) {
-        for (int s = tma_bulk_copy::kMinStages; s <= tma_bulk_copy::kMaxStages; ++s) {
-          point("stages", tma, s, kVectorsPerThread);
-        }
-      }
-      for (bool tma : {true, false}) {
-        for (int vectors : {1, 2, 4, 8}) point("granularity", tma, stages, vectors);
-      }
-      std::cout << "Sweeps: one block per SM (" << one_per_sm.blocks << " blocks of " << kThreads
-                << " consumer threads; the TMA pipeline adds a producer warp); interface "
-                   "'pipeline' is this lesson's TMA pipeline, 'primitives' lesson 06's kernel\n";
-    }
-    return harness.finish();
-  };
-
-  return course::run_driver(flags, argc, argv, options, body, validate);
+  add_flags(flags, settings);
+  return course::run_driver(
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

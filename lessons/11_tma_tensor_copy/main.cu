@@ -76,11 +76,223 @@ std::vector<std::string> variant_names() {
   return names;
 }
 
+/// The command line: the common flags and the stages of the tile pipelines.
+struct Settings {
+  course::CommonOptions options;
+  int stages = 4;
+};
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, "rows and columns of the square matrix (default 8192)",
+                   variant_names());
+  flags.add_int("stages", &s.stages, 0, "tiles in flight per block, 1 to 8 (default 4)");
+}
+
+/// The range checks the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  if (s.stages < tma_tensor_copy::kMinStages || s.stages > tma_tensor_copy::kMaxStages) {
+    throw course::UsageError("--stages must be in [1, 8], got " + std::to_string(s.stages));
+  }
+  if (s.options.size > 46340) {  // 46340^2 floats: the 32-bit tile indices of the kernels
+    throw course::UsageError("--size must be at most 46340, got " + std::to_string(s.options.size));
+  }
+}
+
+/// The matrix on the host and the device, its transposed shape, and an output large enough for
+/// every variant (a transpose, or C copies of the input for a broadcast of clusters up to 4).
+struct Matrix {
+  explicit Matrix(const Shape& s)
+      : shape(s),
+        shape_t(tma_tensor_copy::transposed(s)),
+        matrix_bytes(static_cast<double>(s.rows * s.cols) * sizeof(float)),
+        host_in(tma_tensor_copy::hash_floats(s.elements(), 11)),
+        in(s.elements()),
+        out(std::max(4 * s.elements(), shape_t.elements())) {
+    COURSE_CHECK(cudaMemcpy(in.data(), host_in.data(), in.bytes(), cudaMemcpyHostToDevice));
+    // What poison() leaves in a float: padding elements nobody may write keep it.
+    std::memset(&poisoned, course::kPoisonByte, sizeof(poisoned));
+  }
+
+  const Shape shape, shape_t;
+  const double matrix_bytes;
+  const std::vector<float> host_in;
+  course::DeviceBuffer<float> in, out;
+  float poisoned = 0;
+};
+
+/// A variant ready to run: its launch, what it must leave in `out` (compared bit for bit over
+/// `checked_elements`), the bytes it moves, and the line that describes it.
+struct Row {
+  course::Launch run;
+  std::size_t checked_elements = 0;
+  std::vector<float> expected;
+  double bytes = 0;
+  std::string what;
+};
+
+Row prepare_copy(Matrix& m, const course::DeviceSummary& gpu, int stages) {
+  Row row{{}, m.shape.elements(), {}, 2 * m.matrix_bytes, {}};
+  const tma_tensor_copy::CopyConfig config{64, 64, stages, tma_tensor_copy::OobFill::zero};
+  const int blocks = gpu.sm_count * tma_tensor_copy::copy_blocks_per_sm(config);
+  row.run = tma_tensor_copy::prepare_tile_copy(m.in.cspan(), m.out.span(), m.shape, config, blocks);
+  row.expected = m.host_in;  // out = in; padding as poisoned (see accept_chunk_padding)
+  for (std::int64_t r = 0; r < m.shape.rows; ++r) {
+    std::fill(row.expected.begin() + r * m.shape.ld + m.shape.cols,
+              row.expected.begin() + (r + 1) * m.shape.ld, m.poisoned);
+  }
+  row.what = "64 x 64 boxes, one thread per block issues, " + std::to_string(blocks) + " blocks";
+  return row;
+}
+
+Row prepare_transpose(const VariantSpec& spec, Matrix& m, const course::DeviceSummary& gpu,
+                      int stages) {
+  Row row{{}, m.shape_t.elements(), {}, 2 * m.matrix_bytes, {}};
+  const tma_tensor_copy::TransposeConfig config{spec.swizzle, stages, spec.misaligned};
+  const int blocks = gpu.sm_count * tma_tensor_copy::transpose_blocks_per_sm(config);
+  row.run = tma_tensor_copy::prepare_transpose(m.in.cspan(), m.shape, m.out.span(), m.shape_t,
+                                               config, blocks);
+  row.expected = tma_tensor_copy::transpose_reference(m.host_in, m.shape, m.shape_t, m.poisoned);
+  row.what = std::to_string(tma_tensor_copy::kTransposeTileCols /
+                            tma_tensor_copy::transpose_box_cols(spec.swizzle)) +
+             " box(es) of 64 x " +
+             std::to_string(tma_tensor_copy::transpose_box_cols(spec.swizzle)) + " per tile, " +
+             std::to_string(blocks) + " blocks" +
+             (spec.misaligned ? "; DELIBERATELY BROKEN: tiles 128 bytes off their alignment" : "");
+  return row;
+}
+
+#if COURSE_L11_WITH_LESSON_10
+/// Lesson 10 on the same bytes, read as uint32: its 1-D bulk copy (cp.async.bulk of 16 KB
+/// chunks, the padding copied too) and its best copy-and-compute pipeline.
+Row prepare_lesson10(const VariantSpec& spec, Matrix& m, const course::DeviceSummary& gpu) {
+  Row row{{}, m.shape.elements(), {}, 0, {}};
+  const cuda::std::span<const std::uint32_t> in32(
+      reinterpret_cast<const std::uint32_t*>(m.in.data()), m.shape.elements());
+  const cuda::std::span<std::uint32_t> out32(reinterpret_cast<std::uint32_t*>(m.out.data()),
+                                             m.shape.elements());
+  std::vector<std::uint32_t> host32(m.shape.elements());
+  std::memcpy(host32.data(), m.host_in.data(), host32.size() * sizeof(std::uint32_t));
+  std::vector<std::uint32_t> expected32 = host32;
+  tma_bulk_copy::Config config{};
+  if (spec.kind == Kind::lesson10_copy) config.variant = tma_bulk_copy::Variant::single_ptx;
+  const int resident = std::max(tma_bulk_copy::max_blocks_per_sm(config, 256), 1);
+  const register_staged::LaunchShape launch_shape{gpu.sm_count * resident, 256};
+  if (spec.kind == Kind::lesson10_copy) {
+    row.run = tma_bulk_copy::prepare_bulk_copy(m.in.data(), m.out.data(), in32.size_bytes(),
+                                               tma_bulk_copy::Barrier::ptx, launch_shape);
+    row.what = "lesson 10's 1-D bulk copy of the whole allocation";
+  } else {
+    row.run = tma_bulk_copy::prepare_copy_and_compute(in32, out32, config, launch_shape);
+    course::workload::reference(host32, expected32);
+    row.what = "lesson 10's default pipeline (copy and compute on the same bytes)";
+  }
+  row.bytes = 2.0 * static_cast<double>(in32.size_bytes());
+  row.expected.resize(expected32.size());  // compared as bits, like every row
+  std::memcpy(row.expected.data(), expected32.data(), expected32.size() * sizeof(float));
+  row.what += ", " + std::to_string(launch_shape.blocks) + " blocks";
+  return row;
+}
+#endif
+
+Row prepare_broadcast(const VariantSpec& spec, Matrix& m, int stages) {
+  Row row;
+  const tma_tensor_copy::BroadcastConfig config{spec.cluster_size, spec.multicast, stages,
+                                                spec.stagger};
+  const int clusters = tma_tensor_copy::broadcast_max_active_clusters(config);
+  if (clusters < 1) throw std::runtime_error(spec.name + ": no cluster fits on this GPU");
+  row.run =
+      tma_tensor_copy::prepare_broadcast(m.in.cspan(), m.shape, m.out.span(), config, clusters);
+  row.checked_elements = m.shape.elements() * spec.cluster_size;
+  row.expected =
+      tma_tensor_copy::broadcast_reference(m.host_in, m.shape, spec.cluster_size, m.poisoned);
+  row.bytes = (1.0 + spec.cluster_size) * m.matrix_bytes;  // the input once, C copies written
+  row.what = std::to_string(clusters) + " clusters of " + std::to_string(spec.cluster_size) +
+             (spec.multicast ? ", each tile multicast in slices"
+              : spec.stagger ? ", each block loads the tile, blocks out of step"
+                             : ", each block loads the tile, blocks in step");
+  return row;
+}
+
+Row prepare_row(const VariantSpec& spec, Matrix& m, const course::DeviceSummary& gpu, int stages) {
+  if (spec.kind == Kind::copy) return prepare_copy(m, gpu, stages);
+  if (spec.kind == Kind::transpose) return prepare_transpose(spec, m, gpu, stages);
+#if COURSE_L11_WITH_LESSON_10
+  if (spec.kind == Kind::lesson10_copy || spec.kind == Kind::lesson10_pipeline) {
+    return prepare_lesson10(spec, m, gpu);
+  }
+#endif
+  return prepare_broadcast(spec, m, stages);
+}
+
+/// Runs one prepared row through the harness: the output poisoned, one run, any bounded wait
+/// that gave up reported, then every checked element compared bit for bit.
+void run_row(course::Harness& harness, Matrix& m, const VariantSpec& spec, Row& row) {
+  std::cout << "  " << spec.name << ": " << row.what << "\n";
+  const std::string name = spec.name;
+  const std::size_t checked_elements = row.checked_elements;
+  harness.run(course::Variant{
+      name, row.bytes, std::move(row.run),
+      [&](cudaStream_t s) { course::poison(m.out.data(), m.out.bytes(), s); },
+      [&, checked_elements, name, kind = spec.kind] {
+        tma_tensor_copy::require_no_wait_timeouts(name);
+#if COURSE_L11_WITH_LESSON_10
+        if (kind == Kind::lesson10_copy || kind == Kind::lesson10_pipeline) {
+          if (const unsigned e = tma_bulk_copy::take_wait_errors()) {
+            throw std::runtime_error(name + ": " + tma_bulk_copy::describe_wait_errors(e));
+          }
+        }
+#endif
+        (void)kind;
+        // Bit for bit: a copy, a transpose and in + j must reproduce every bit. The
+        // tensor store writes a row's last 16-byte chunk whole, padding included.
+        const std::vector<float> all = course::to_host(m.out.cspan());
+        if (kind == Kind::copy || kind == Kind::broadcast) {
+          tma_tensor_copy::accept_chunk_padding(
+              row.expected, all, m.shape, static_cast<int>(checked_elements / m.shape.elements()),
+              false);
+        }
+        return course::compare_exact<std::uint32_t>(
+            {reinterpret_cast<const std::uint32_t*>(row.expected.data()), row.expected.size()},
+            {reinterpret_cast<const std::uint32_t*>(all.data()), checked_elements});
+      }});
+}
+
+int run(const Settings& settings, const course::DeviceSummary& gpu) {
+  const course::CommonOptions& options = settings.options;
+  course::require_compute_capability(
+      gpu, {9, 0}, "lesson 11 uses the tensor memory accelerator (cp.async.bulk.tensor)");
+  const auto side = static_cast<std::int64_t>(options.size ? options.size : kDefaultSide);
+  const Shape shape = options.quick && !options.size
+                          ? tma_tensor_copy::matrix(kQuickRows, kQuickCols)
+                          : tma_tensor_copy::matrix(side, side);
+  std::cout << "lesson 11 tma_tensor_copy: " << shape.rows << " x " << shape.cols
+            << " fp32 (leading dimension " << shape.ld << "), " << settings.stages
+            << " stages; GB/s counts bytes read + bytes written\n";
+
+  Matrix m(shape);
+  course::Harness harness(kLesson, options, gpu);
+  harness.reference_d2d_copy(m.out.data(), m.in.data(), shape.elements() * sizeof(float));
+  harness.roof_sm_copy(m.out.data(), m.in.data(), shape.elements() * sizeof(float));
+  harness.baseline(kBaseline);
+  harness.headline("transpose-128B");
+  harness.target({"transpose-128B", 0.90, course::Yardstick::sm_copy_roof});
+
+  std::vector<VariantSpec> specs = variants();
+  if (options.variant == kBroken) specs.push_back(kBrokenVariant);
+  for (const VariantSpec& spec : specs) {
+    if (!options.variant.empty() && options.variant != spec.name) continue;
+    Row row = prepare_row(spec, m, gpu, settings.stages);
+    run_row(harness, m, spec, row);
+  }
+  std::cout << "Bank conflicts per swizzle and the L2 reads of multicast are hardware counters:\n"
+               "  ctest -L profile -R L11 (Nsight Compute) measures them.\n";
+  return harness.finish();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::CommonOptions options;
-  int stages = 4;
+  Settings settings;
   course::FlagParser flags(
       kLesson,
       "Lesson 11: 2-D tiles through the tensor memory accelerator (sm_90). 'tensor-copy'\n"
@@ -94,158 +306,9 @@ int main(int argc, char** argv) {
       "'transpose-128B-misaligned' is DELIBERATELY BROKEN (tiles 128 bytes off the 1024-byte\n"
       "alignment the 128-byte swizzle needs: wrong data, no error): it never runs unless\n"
       "--variant names it.");
-  flags.add_common(options, "rows and columns of the square matrix (default 8192)",
-                   variant_names());
-  flags.add_int("stages", &stages, 0, "tiles in flight per block, 1 to 8 (default 4)");
-
-  auto validate = [&] {
-    if (stages < tma_tensor_copy::kMinStages || stages > tma_tensor_copy::kMaxStages) {
-      throw course::UsageError("--stages must be in [1, 8], got " + std::to_string(stages));
-    }
-    if (options.size > 46340) {  // 46340^2 floats: the 32-bit tile indices of the kernels
-      throw course::UsageError("--size must be at most 46340, got " + std::to_string(options.size));
-    }
-  };
-
-  auto body = [&](const course::DeviceSummary& gpu) {
-    course::require_compute_capability(
-        gpu, {9, 0}, "lesson 11 uses the tensor memory accelerator (cp.async.bulk.tensor)");
-    const auto side = static_cast<std::int64_t>(options.size ? options.size : kDefaultSide);
-    const Shape shape = options.quick && !options.size
-                            ? tma_tensor_copy::matrix(kQuickRows, kQuickCols)
-                            : tma_tensor_copy::matrix(side, side);
-    const Shape shape_t = tma_tensor_copy::transposed(shape);
-    const double matrix_bytes = static_cast<double>(shape.rows * shape.cols) * sizeof(float);
-    std::cout << "lesson 11 tma_tensor_copy: " << shape.rows << " x " << shape.cols
-              << " fp32 (leading dimension " << shape.ld << "), " << stages
-              << " stages; GB/s counts bytes read + bytes written\n";
-
-    const std::vector<float> host_in = tma_tensor_copy::hash_floats(shape.elements(), 11);
-    course::DeviceBuffer<float> in(shape.elements());
-    COURSE_CHECK(cudaMemcpy(in.data(), host_in.data(), in.bytes(), cudaMemcpyHostToDevice));
-    const std::size_t out_elements = std::max(4 * shape.elements(), shape_t.elements());
-    course::DeviceBuffer<float> out(out_elements);
-
-    // What poison() leaves in a float: padding elements nobody may write keep it.
-    float poisoned = 0;
-    std::memset(&poisoned, course::kPoisonByte, sizeof(poisoned));
-
-    course::Harness harness(kLesson, options, gpu);
-    harness.reference_d2d_copy(out.data(), in.data(), shape.elements() * sizeof(float));
-    harness.roof_sm_copy(out.data(), in.data(), shape.elements() * sizeof(float));
-    harness.baseline(kBaseline);
-    harness.headline("transpose-128B");
-    harness.target({"transpose-128B", 0.90, course::Yardstick::sm_copy_roof});
-
-    std::vector<VariantSpec> specs = variants();
-    if (options.variant == kBroken) specs.push_back(kBrokenVariant);
-    for (const VariantSpec& spec : specs) {
-      if (!options.variant.empty() && options.variant != spec.name) continue;
-      course::Launch run;
-      std::size_t checked_elements = shape.elements();
-      std::vector<float> expected;
-      double bytes = 2 * matrix_bytes;
-      std::string what;
-      if (spec.kind == Kind::copy) {
-        const tma_tensor_copy::CopyConfig config{64, 64, stages, tma_tensor_copy::OobFill::zero};
-        const int blocks = gpu.sm_count * tma_tensor_copy::copy_blocks_per_sm(config);
-        run = tma_tensor_copy::prepare_tile_copy(in.cspan(), out.span(), shape, config, blocks);
-        expected = host_in;  // out = in; padding as poisoned (see accept_chunk_padding)
-        for (std::int64_t r = 0; r < shape.rows; ++r) {
-          std::fill(expected.begin() + r * shape.ld + shape.cols,
-                    expected.begin() + (r + 1) * shape.ld, poisoned);
-        }
-        what = "64 x 64 boxes, one thread per block issues, " + std::to_string(blocks) + " blocks";
-      } else if (spec.kind == Kind::transpose) {
-        const tma_tensor_copy::TransposeConfig config{spec.swizzle, stages, spec.misaligned};
-        const int blocks = gpu.sm_count * tma_tensor_copy::transpose_blocks_per_sm(config);
-        run = tma_tensor_copy::prepare_transpose(in.cspan(), shape, out.span(), shape_t, config,
-                                                 blocks);
-        checked_elements = shape_t.elements();
-        expected = tma_tensor_copy::transpose_reference(host_in, shape, shape_t, poisoned);
-        what =
-            std::to_string(tma_tensor_copy::kTransposeTileCols /
-                           tma_tensor_copy::transpose_box_cols(spec.swizzle)) +
-            " box(es) of 64 x " +
-            std::to_string(tma_tensor_copy::transpose_box_cols(spec.swizzle)) + " per tile, " +
-            std::to_string(blocks) + " blocks" +
-            (spec.misaligned ? "; DELIBERATELY BROKEN: tiles 128 bytes off their alignment" : "");
-#if COURSE_L11_WITH_LESSON_10
-      } else if (spec.kind == Kind::lesson10_copy || spec.kind == Kind::lesson10_pipeline) {
-        // Lesson 10 on the same bytes, read as uint32: its 1-D bulk copy (cp.async.bulk of
-        // 16 KB chunks, the padding copied too) and its best copy-and-compute pipeline.
-        const cuda::std::span<const std::uint32_t> in32(
-            reinterpret_cast<const std::uint32_t*>(in.data()), shape.elements());
-        const cuda::std::span<std::uint32_t> out32(reinterpret_cast<std::uint32_t*>(out.data()),
-                                                   shape.elements());
-        std::vector<std::uint32_t> host32(shape.elements());
-        std::memcpy(host32.data(), host_in.data(), host32.size() * sizeof(std::uint32_t));
-        std::vector<std::uint32_t> expected32 = host32;
-        tma_bulk_copy::Config config{};
-        if (spec.kind == Kind::lesson10_copy) config.variant = tma_bulk_copy::Variant::single_ptx;
-        const int resident = std::max(tma_bulk_copy::max_blocks_per_sm(config, 256), 1);
-        const register_staged::LaunchShape launch_shape{gpu.sm_count * resident, 256};
-        if (spec.kind == Kind::lesson10_copy) {
-          run = tma_bulk_copy::prepare_bulk_copy(in.data(), out.data(), in32.size_bytes(),
-                                                 tma_bulk_copy::Barrier::ptx, launch_shape);
-          what = "lesson 10's 1-D bulk copy of the whole allocation";
-        } else {
-          run = tma_bulk_copy::prepare_copy_and_compute(in32, out32, config, launch_shape);
-          course::workload::reference(host32, expected32);
-          what = "lesson 10's default pipeline (copy and compute on the same bytes)";
-        }
-        bytes = 2.0 * static_cast<double>(in32.size_bytes());
-        expected.resize(expected32.size());  // compared as bits, like every row
-        std::memcpy(expected.data(), expected32.data(), expected32.size() * sizeof(float));
-        what += ", " + std::to_string(launch_shape.blocks) + " blocks";
-#endif
-      } else {
-        const tma_tensor_copy::BroadcastConfig config{spec.cluster_size, spec.multicast, stages,
-                                                      spec.stagger};
-        const int clusters = tma_tensor_copy::broadcast_max_active_clusters(config);
-        if (clusters < 1) throw std::runtime_error(spec.name + ": no cluster fits on this GPU");
-        run = tma_tensor_copy::prepare_broadcast(in.cspan(), shape, out.span(), config, clusters);
-        checked_elements = shape.elements() * spec.cluster_size;
-        expected =
-            tma_tensor_copy::broadcast_reference(host_in, shape, spec.cluster_size, poisoned);
-        bytes = (1.0 + spec.cluster_size) * matrix_bytes;  // the input once, C copies written
-        what = std::to_string(clusters) + " clusters of " + std::to_string(spec.cluster_size) +
-               (spec.multicast ? ", each tile multicast in slices"
-                : spec.stagger ? ", each block loads the tile, blocks out of step"
-                               : ", each block loads the tile, blocks in step");
-      }
-      std::cout << "  " << spec.name << ": " << what << "\n";
-      const std::string name = spec.name;
-      harness.run(course::Variant{
-          name, bytes, std::move(run),
-          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&, checked_elements, name, kind = spec.kind] {
-            tma_tensor_copy::require_no_wait_timeouts(name);
-#if COURSE_L11_WITH_LESSON_10
-            if (kind == Kind::lesson10_copy || kind == Kind::lesson10_pipeline) {
-              if (const unsigned e = tma_bulk_copy::take_wait_errors()) {
-                throw std::runtime_error(name + ": " + tma_bulk_copy::describe_wait_errors(e));
-              }
-            }
-#endif
-            (void)kind;
-            // Bit for bit: a copy, a transpose and in + j must reproduce every bit. The
-            // tensor store writes a row's last 16-byte chunk whole, padding included.
-            const std::vector<float> all = course::to_host(out.cspan());
-            if (kind == Kind::copy || kind == Kind::broadcast) {
-              tma_tensor_copy::accept_chunk_padding(
-                  expected, all, shape, static_cast<int>(checked_elements / shape.elements()),
-                  false);
-            }
-            return course::compare_exact<std::uint32_t>(
-                {reinterpret_cast<const std::uint32_t*>(expected.data()), expected.size()},
-                {reinterpret_cast<const std::uint32_t*>(all.data()), checked_elements});
-          }});
-    }
-    std::cout << "Bank conflicts per swizzle and the L2 reads of multicast are hardware counters:\n"
-                 "  ctest -L profile -R L11 (Nsight Compute) measures them.\n";
-    return harness.finish();
-  };
-
-  return course::run_driver(flags, argc, argv, options, body, validate);
+  add_flags(flags, settings);
+  return course::run_driver(
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

@@ -59,11 +59,154 @@ bool one_of(HostMemory kind, std::initializer_list<HostMemory> kinds) {
   return false;
 }
 
+/// The command line: the common flags and --part.
+struct Settings {
+  course::CommonOptions options;
+  std::string part;
+
+  /// Whether --part leaves part `name` in the run.
+  bool runs(const char* name) const { return part.empty() || part == name; }
+};
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options,
+                   "bytes per copy in the table and the async part, and the sweep's largest "
+                   "(a multiple of 4; default 256M, 1M with --quick; K/M/G suffixes)",
+                   variant_names());
+  flags.add_choice("part", &s.part, kParts, "run only this part (default: all of them)");
+}
+
+/// Every range check before the device is opened (exit 2, also without a GPU).
+void validate(const Settings& s) {
+  if (s.options.size % 4 != 0) {
+    throw course::UsageError("--size must be a multiple of 4 bytes, got " +
+                             std::to_string(s.options.size));
+  }
+}
+
+void print_intro(std::size_t bytes, bool unified, bool registrable) {
+  std::cout << "lesson 12 pinned_memory: copies of up to " << bytes << " bytes ("
+            << pinned_memory::human_bytes(static_cast<double>(bytes))
+            << "; KB = 1024 bytes); GB/s counts each byte once (it crosses the link once)\n"
+            << "  unified addressing: " << (unified ? "yes" : "no")
+            << (unified ? " (so every page-locked buffer is also mapped and portable)" : "")
+            << "; cudaHostRegister supported: " << (registrable ? "yes" : "no") << "\n";
+}
+
+/// The yardstick and the targets. The yardstick is a large copy from cudaMallocHost memory,
+/// made by the course's own PinnedBuffer so that it does not depend on the exercise.
+void add_reference_and_targets(course::Harness& harness, const pinned_memory::CopyBench& bench,
+                               std::size_t bytes) {
+  {
+    course::PinnedBuffer<std::uint32_t> pinned(bytes / 4);
+    std::memcpy(pinned.data(), bench.expected().data(), pinned.bytes());
+    harness.reference("H2D pinned (reference)", static_cast<double>(bytes), [&](cudaStream_t s) {
+      COURSE_CHECK(
+          cudaMemcpyAsync(bench.target(), pinned.data(), bytes, cudaMemcpyHostToDevice, s));
+    });
+  }
+  harness.baseline("H2D pageable");
+  harness.headline("H2D pageable");
+  // Pinned memory must beat pageable memory clearly, and reach the link's rate in both
+  // directions, however it was pinned.
+  harness.ratio_target({"H2D pinned", "H2D pageable", 2.0});
+  harness.target({"D2H pinned", 0.85});
+  harness.target({"H2D registered", 0.85});
+  harness.target({"D2H registered", 0.85});
+}
+
+/// 1. What the allocation costs: pinning finds and locks every page up front; malloc only
+///    reserves addresses (the pages come on first touch). Returns the buffer, filled.
+HostBuffer allocate_and_record(course::Harness& harness, const pinned_memory::CopyBench& bench,
+                               HostMemory kind, std::size_t bytes) {
+  const std::string memory = pinned_memory::name(kind);
+  const auto start = std::chrono::steady_clock::now();
+  HostBuffer host(kind, bytes);
+  const std::chrono::duration<double, std::milli> alloc = std::chrono::steady_clock::now() - start;
+  const bool locked = host.page_locked();
+  harness.record_sweep("allocation",
+                       {{"memory", memory},
+                        {"api", pinned_memory::api(kind)},
+                        {"page_locked", locked ? "yes" : "no"}},
+                       memory + " (" + pinned_memory::api(kind) + ")" +
+                           (locked ? ", page-locked" : ", not page-locked"),
+                       alloc.count(), static_cast<double>(bytes), "-");
+  bench.refill(host);
+  return host;
+}
+
+/// 2. The bandwidth sweep of one kind of memory, checked and timed like the table's variants.
+void run_bandwidth_sweep(course::Harness& harness, const pinned_memory::CopyBench& bench,
+                         HostMemory kind, const HostBuffer& host,
+                         const std::vector<std::size_t>& sizes) {
+  const std::string memory = pinned_memory::name(kind);
+  for (Direction d : kDirections) {
+    if (d == Direction::h2d) bench.refill(host);
+    for (std::size_t size : sizes) {
+      harness.sweep("bandwidth",
+                    {{"direction", label(d)}, {"memory", memory}, {"bytes", std::to_string(size)}},
+                    bench.variant(variant_name(d, kind) + " " +
+                                      pinned_memory::human_bytes(static_cast<double>(size)),
+                                  d, host, size));
+    }
+  }
+}
+
+/// Every part that runs on one kind of host memory, in the order the lesson reads them.
+void run_kind(course::Harness& harness, const pinned_memory::CopyBench& bench, const Settings& s,
+              HostMemory kind, std::size_t bytes, const std::vector<std::size_t>& sizes) {
+  const bool quick = s.options.quick;
+  HostBuffer host = allocate_and_record(harness, bench, kind, bytes);
+  // 6. The main table: every kind, both directions, at --size.
+  if (s.runs("table")) {
+    for (Direction d : kDirections) {
+      harness.run(bench.variant(variant_name(d, kind), d, host, bytes));
+    }
+  }
+  if (s.runs("sweep")) run_bandwidth_sweep(harness, bench, kind, host, sizes);
+  // 3. When cudaMemcpyAsync returns.
+  if (s.runs("async") &&
+      one_of(kind, {HostMemory::pageable, HostMemory::pinned, HostMemory::registered})) {
+    for (Direction d : kDirections) {
+      pinned_memory::time_async_calls(harness, bench, d, host, quick ? 1 : 5);
+    }
+  }
+  // 4. What the CPU sees.
+  if (s.runs("host-access") &&
+      one_of(kind, {HostMemory::pageable, HostMemory::pinned, HostMemory::write_combined})) {
+    pinned_memory::time_host_access(harness, host,
+                                    std::min<std::size_t>(bytes, quick ? (64u << 10) : (8u << 20)),
+                                    quick ? 1 : 3);
+  }
+}
+
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const course::CommonOptions& options = s.options;
+  const std::size_t bytes =
+      options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
+  int unified = 0, registrable = 0;
+  COURSE_CHECK(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, gpu.ordinal));
+  COURSE_CHECK(cudaDeviceGetAttribute(&registrable, cudaDevAttrHostRegisterSupported, gpu.ordinal));
+  print_intro(bytes, unified, registrable);
+
+  course::Harness harness("12_pinned_memory", options, gpu);
+  const pinned_memory::CopyBench bench(bytes, kSmallCopyWords, kSeed, harness.stream());
+  add_reference_and_targets(harness, bench, bytes);
+  const std::vector<std::size_t> sizes =
+      pinned_memory::sweep_sizes(std::min<std::size_t>(kSweepSmallest, bytes), bytes);
+  for (HostMemory kind : pinned_memory::kAllHostMemory) {
+    if (kind == HostMemory::registered && !registrable) continue;
+    run_kind(harness, bench, s, kind, bytes, sizes);
+  }
+  // 5. What one small copy costs.
+  if (s.runs("overhead")) pinned_memory::time_small_copies(harness, bench, options.quick);
+  return harness.finish();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::CommonOptions options;
-  std::string part;
+  Settings settings;
   course::FlagParser flags(
       "12_pinned_memory",
       "Lesson 12: pinned memory and small-copy overhead. Copies between the GPU and host\n"
@@ -73,121 +216,9 @@ int main(int argc, char** argv) {
       "and a table of every kind against a large pinned copy. --variant picks a row of\n"
       "that table; --part runs one part only. --csv FILE also writes every sweep to\n"
       "FILE_sweep.csv (FILE without '.csv'), one row per point, the part in column `sweep`.");
-  flags.add_common(options,
-                   "bytes per copy in the table and the async part, and the sweep's largest "
-                   "(a multiple of 4; default 256M, 1M with --quick; K/M/G suffixes)",
-                   variant_names());
-  flags.add_choice("part", &part, kParts, "run only this part (default: all of them)");
-  // Every range check before the device is opened (exit 2, also without a GPU).
-  const auto validate = [&] {
-    if (options.size % 4 != 0) {
-      throw course::UsageError("--size must be a multiple of 4 bytes, got " +
-                               std::to_string(options.size));
-    }
-  };
-
+  add_flags(flags, settings);
   return course::run_driver(
-      flags, argc, argv, options,
-      [&](const course::DeviceSummary& gpu) {
-        const std::size_t bytes =
-            options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
-        const auto runs = [&](const char* name) { return part.empty() || part == name; };
-
-        int unified = 0, registrable = 0;
-        COURSE_CHECK(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, gpu.ordinal));
-        COURSE_CHECK(
-            cudaDeviceGetAttribute(&registrable, cudaDevAttrHostRegisterSupported, gpu.ordinal));
-        std::cout << "lesson 12 pinned_memory: copies of up to " << bytes << " bytes ("
-                  << pinned_memory::human_bytes(static_cast<double>(bytes))
-                  << "; KB = 1024 bytes); GB/s counts each byte once (it crosses the link once)\n"
-                  << "  unified addressing: " << (unified ? "yes" : "no")
-                  << (unified ? " (so every page-locked buffer is also mapped and portable)" : "")
-                  << "; cudaHostRegister supported: " << (registrable ? "yes" : "no") << "\n";
-
-        course::Harness harness("12_pinned_memory", options, gpu);
-        const pinned_memory::CopyBench bench(bytes, kSmallCopyWords, kSeed, harness.stream());
-        {
-          // The yardstick: a large copy from cudaMallocHost memory, made by the course's own
-          // PinnedBuffer so that it does not depend on the exercise.
-          course::PinnedBuffer<std::uint32_t> pinned(bytes / 4);
-          std::memcpy(pinned.data(), bench.expected().data(), pinned.bytes());
-          harness.reference("H2D pinned (reference)", static_cast<double>(bytes),
-                            [&](cudaStream_t s) {
-                              COURSE_CHECK(cudaMemcpyAsync(bench.target(), pinned.data(), bytes,
-                                                           cudaMemcpyHostToDevice, s));
-                            });
-        }
-        harness.baseline("H2D pageable");
-        harness.headline("H2D pageable");
-        // Pinned memory must beat pageable memory clearly, and reach the link's rate in both
-        // directions, however it was pinned.
-        harness.ratio_target({"H2D pinned", "H2D pageable", 2.0});
-        harness.target({"D2H pinned", 0.85});
-        harness.target({"H2D registered", 0.85});
-        harness.target({"D2H registered", 0.85});
-
-        const std::vector<std::size_t> sizes =
-            pinned_memory::sweep_sizes(std::min<std::size_t>(kSweepSmallest, bytes), bytes);
-        const int async_reps = options.quick ? 1 : 5;
-        const std::size_t access_bytes =
-            std::min<std::size_t>(bytes, options.quick ? (64u << 10) : (8u << 20));
-        const int access_reps = options.quick ? 1 : 3;
-
-        for (HostMemory kind : pinned_memory::kAllHostMemory) {
-          if (kind == HostMemory::registered && !registrable) continue;
-          const std::string memory = pinned_memory::name(kind);
-          // 1. What the allocation costs: pinning finds and locks every page up front;
-          //    malloc only reserves addresses (the pages come on first touch).
-          const auto start = std::chrono::steady_clock::now();
-          HostBuffer host(kind, bytes);
-          const std::chrono::duration<double, std::milli> alloc =
-              std::chrono::steady_clock::now() - start;
-          const bool locked = host.page_locked();
-          harness.record_sweep("allocation",
-                               {{"memory", memory},
-                                {"api", pinned_memory::api(kind)},
-                                {"page_locked", locked ? "yes" : "no"}},
-                               memory + " (" + pinned_memory::api(kind) + ")" +
-                                   (locked ? ", page-locked" : ", not page-locked"),
-                               alloc.count(), static_cast<double>(bytes), "-");
-          bench.refill(host);
-
-          // 6. The main table: every kind, both directions, at --size.
-          if (runs("table")) {
-            for (Direction d : kDirections) {
-              harness.run(bench.variant(variant_name(d, kind), d, host, bytes));
-            }
-          }
-          // 2. The bandwidth sweep, checked and timed like the table's variants.
-          if (runs("sweep")) {
-            for (Direction d : kDirections) {
-              if (d == Direction::h2d) bench.refill(host);
-              for (std::size_t size : sizes) {
-                harness.sweep(
-                    "bandwidth",
-                    {{"direction", label(d)}, {"memory", memory}, {"bytes", std::to_string(size)}},
-                    bench.variant(variant_name(d, kind) + " " +
-                                      pinned_memory::human_bytes(static_cast<double>(size)),
-                                  d, host, size));
-              }
-            }
-          }
-          // 3. When cudaMemcpyAsync returns.
-          if (runs("async") &&
-              one_of(kind, {HostMemory::pageable, HostMemory::pinned, HostMemory::registered})) {
-            for (Direction d : kDirections) {
-              pinned_memory::time_async_calls(harness, bench, d, host, async_reps);
-            }
-          }
-          // 4. What the CPU sees.
-          if (runs("host-access") && one_of(kind, {HostMemory::pageable, HostMemory::pinned,
-                                                   HostMemory::write_combined})) {
-            pinned_memory::time_host_access(harness, host, access_bytes, access_reps);
-          }
-        }
-        // 5. What one small copy costs.
-        if (runs("overhead")) pinned_memory::time_small_copies(harness, bench, options.quick);
-        return harness.finish();
-      },
-      validate);
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

@@ -73,8 +73,11 @@ const char* name(CostShape shape) {
   return "unknown";
 }
 
-CopyCostFit fit_copy_cost(const std::vector<double>& bytes, const std::vector<double>& us,
-                          double link_gbps) {
+namespace {
+
+/// The inputs fit_copy_cost() accepts; throws std::invalid_argument naming what is wrong.
+void check_fit_inputs(const std::vector<double>& bytes, const std::vector<double>& us,
+                      double link_gbps) {
   const std::size_t n = bytes.size();
   if (us.size() != n || n < 3) {
     throw std::invalid_argument("fit_copy_cost: need as many times as sizes, at least 3");
@@ -90,6 +93,54 @@ CopyCostFit fit_copy_cost(const std::vector<double>& bytes, const std::vector<do
           std::to_string(i) + ")");
     }
   }
+}
+
+/// Step: the flat level, the line, and the break, chosen by least squares. rss < 0 when no
+/// break leaves a rising part.
+Candidate best_step(const std::vector<double>& bytes, const std::vector<double>& us) {
+  const std::size_t n = bytes.size();
+  constexpr std::size_t kMinFlat = 2, kMinRising = 3;
+  Candidate best;
+  best.rss = -1;
+  for (std::size_t k = kMinFlat; k + kMinRising <= n; ++k) {
+    Candidate step;
+    step.parameters = 4;
+    step.fit.shape = CostShape::step;
+    const double rising = rising_part(bytes, us, k, step.fit);
+    if (rising < 0) continue;
+    step.rss = rising + sum_of_squares_about_mean(us, 0, k, &step.fit.flat_us);
+    step.fit.flat_points = k;
+    step.fit.flat_until_bytes = bytes[k - 1];
+    if (best.rss < 0 || step.rss < best.rss) best = step;
+  }
+  return best;
+}
+
+/// The Bayesian information criterion: more parameters must buy a clearly smaller residual.
+/// A floor on the residual keeps exact (synthetic) data finite; ties then go to the simpler
+/// shape, which comes first.
+const Candidate& lowest_criterion(const std::vector<Candidate>& candidates,
+                                  const std::vector<double>& us) {
+  double largest = 0;
+  for (double t : us) largest = std::max(largest, std::abs(t));
+  const double nd = static_cast<double>(us.size());
+  const double floor = nd * 1e-18 * (1 + largest * largest);
+  const auto criterion = [&](const Candidate& c) {
+    return nd * std::log(std::max(c.rss, floor) / nd) + c.parameters * std::log(nd);
+  };
+  const Candidate* chosen = &candidates.front();
+  for (const Candidate& c : candidates) {
+    if (criterion(c) < criterion(*chosen)) chosen = &c;
+  }
+  return *chosen;
+}
+
+}  // namespace
+
+CopyCostFit fit_copy_cost(const std::vector<double>& bytes, const std::vector<double>& us,
+                          double link_gbps) {
+  check_fit_inputs(bytes, us, link_gbps);
+  const std::size_t n = bytes.size();
 
   std::vector<Candidate> candidates;
   // Flat: one parameter, the mean.
@@ -105,40 +156,13 @@ CopyCostFit fit_copy_cost(const std::vector<double>& bytes, const std::vector<do
   line.fit.shape = CostShape::line;
   line.rss = rising_part(bytes, us, 0, line.fit);
   if (line.rss >= 0) candidates.push_back(line);
-  // Step: the flat level, the line, and the break, chosen by least squares.
-  constexpr std::size_t kMinFlat = 2, kMinRising = 3;
-  Candidate best_step;
-  best_step.rss = -1;
-  for (std::size_t k = kMinFlat; k + kMinRising <= n; ++k) {
-    Candidate step;
-    step.parameters = 4;
-    step.fit.shape = CostShape::step;
-    const double rising = rising_part(bytes, us, k, step.fit);
-    if (rising < 0) continue;
-    step.rss = rising + sum_of_squares_about_mean(us, 0, k, &step.fit.flat_us);
-    step.fit.flat_points = k;
-    step.fit.flat_until_bytes = bytes[k - 1];
-    if (best_step.rss < 0 || step.rss < best_step.rss) best_step = step;
-  }
-  if (best_step.rss >= 0) candidates.push_back(best_step);
+  // Step: four parameters (the break counts as one).
+  const Candidate step = best_step(bytes, us);
+  if (step.rss >= 0) candidates.push_back(step);
 
-  // The Bayesian information criterion: more parameters must buy a clearly smaller
-  // residual. A floor on the residual keeps exact (synthetic) data finite; ties then go
-  // to the simpler shape, which comes first.
-  double largest = 0;
-  for (double t : us) largest = std::max(largest, std::abs(t));
-  const double nd = static_cast<double>(n);
-  const double floor = nd * 1e-18 * (1 + largest * largest);
-  const auto criterion = [&](const Candidate& c) {
-    return nd * std::log(std::max(c.rss, floor) / nd) + c.parameters * std::log(nd);
-  };
-  const Candidate* chosen = &candidates.front();
-  for (const Candidate& c : candidates) {
-    if (criterion(c) < criterion(*chosen)) chosen = &c;
-  }
-
-  CopyCostFit fit = chosen->fit;
-  fit.rms_residual_us = std::sqrt(chosen->rss / nd);
+  const Candidate& chosen = lowest_criterion(candidates, us);
+  CopyCostFit fit = chosen.fit;
+  fit.rms_residual_us = std::sqrt(chosen.rss / static_cast<double>(n));
   if (fit.shape != CostShape::flat) {
     const double gbps = 1e-3 / fit.slope_us_per_byte;
     fit.physical = physical_bandwidth(gbps, link_gbps);

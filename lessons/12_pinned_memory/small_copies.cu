@@ -59,144 +59,172 @@ CopyCostFit report_fits(Direction d, const std::vector<double>& xs, const std::v
   return fit;
 }
 
-}  // namespace
+/// What the three parts of time_small_copies() share: the loop counts, the lesson's own
+/// pinned host buffer (in the starter it is pageable, and the figures show it) and a device
+/// buffer, both holding the bench's data.
+struct SmallCopies {
+  SmallCopies(course::Harness& h, const CopyBench& b, bool quick, std::size_t batch,
+              std::size_t small)
+      : harness(h),
+        bench(b),
+        calls(quick ? 4 : 1000),
+        copies(quick ? 3 : 200),
+        reps(quick ? 1 : 5),
+        batch_total(batch),
+        stream(b.stream()),
+        seed(b.seed()),
+        host(HostMemory::pinned, small),
+        device(small / 4) {
+    bench.refill(host);
+    course::fill_hash(device.span(), seed, stream);
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+  }
 
-void time_small_copies(course::Harness& harness, const CopyBench& bench, bool quick) {
-  const int calls = quick ? 4 : 1000;  // copies per timed loop, per-call costs
-  const int copies = quick ? 3 : 200;  // copies per timed loop, break-even sweep
-  const int reps = quick ? 1 : 5;      // loops per figure (the median is reported)
-  const std::size_t batch_total = quick ? (64u << 10) : (1u << 20);
-  const std::size_t small = std::max<std::size_t>(64u << 10, batch_total);
-  const std::vector<std::uint32_t>& expected = bench.expected();
-  if (expected.size() * 4 < small) throw std::logic_error("time_small_copies: too little data");
-  const cudaStream_t stream = bench.stream();
-  const std::uint32_t seed = bench.seed();
+  const std::uint32_t* words() const { return host.words().data(); }
 
-  // The lesson's own pinned memory (in the starter it is pageable, and the figures show it).
-  HostBuffer host(HostMemory::pinned, small);
-  course::DeviceBuffer<std::uint32_t> device(small / 4);
-  const std::uint32_t* words = host.words().data();
-  bench.refill(host);
-  course::fill_hash(device.span(), seed, stream);
-  COURSE_CHECK(cudaStreamSynchronize(stream));
-  std::cout << "\nSmall copies (pinned memory, host clock, medians of " << reps
-            << " loops; their rows are in the tables below):\n";
+  /// Where a copy of direction `d` writes and reads, and its cudaMemcpyKind.
+  struct Ends {
+    void* dst;
+    const void* src;
+    cudaMemcpyKind kind;
+  };
+  Ends ends(Direction d) const {
+    if (d == Direction::h2d) return {device.data(), host.data(), cudaMemcpyHostToDevice};
+    return {host.data(), device.data(), cudaMemcpyDeviceToHost};
+  }
 
-  // 1. Per-call costs of 4-byte copies: the destination's first word is poisoned, then
-  //    every copy writes hash32(0, seed) into it.
+  /// "PASS" when the first `n` words of the destination of direction `d` hold the data.
+  std::string check(Direction d, std::size_t n, const std::string& what) const {
+    return check_text(d == Direction::h2d ? verify_hash(device.data(), n, seed, stream)
+                                          : compare_host(bench.expected(), words(), n),
+                      what);
+  }
+
+  course::Harness& harness;
+  const CopyBench& bench;
+  const int calls;   ///< copies per timed loop, per-call costs
+  const int copies;  ///< copies per timed loop, break-even sweep
+  const int reps;    ///< loops per figure (the median is reported)
+  const std::size_t batch_total;
+  const cudaStream_t stream;
+  const std::uint32_t seed;
+  HostBuffer host;
+  course::DeviceBuffer<std::uint32_t> device;
+};
+
+/// 1. Per-call costs of 4-byte copies: the destination's first word is poisoned, then every
+///    copy writes hash32(0, seed) into it.
+void per_call_costs(SmallCopies& sc) {
   std::vector<std::string> per_call;
   for (const bool async : {true, false}) {
     for (const Direction d : kDirections) {
       if (d == Direction::h2d) {
-        course::poison(device.data(), 4, stream);
-        COURSE_CHECK(cudaStreamSynchronize(stream));
+        course::poison(sc.device.data(), 4, sc.stream);
+        COURSE_CHECK(cudaStreamSynchronize(sc.stream));
       } else {
-        std::memset(host.data(), course::kPoisonByte, 4);
+        std::memset(sc.host.data(), course::kPoisonByte, 4);
       }
-      void* dst = d == Direction::h2d ? static_cast<void*>(device.data()) : host.data();
-      const void* src = d == Direction::h2d ? host.data() : static_cast<const void*>(device.data());
-      const cudaMemcpyKind kind =
-          d == Direction::h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
-      const double us = median_of(reps, [&] {
-        return async ? async_copy_us_per_call(dst, src, 4, kind, stream, calls)
-                     : sync_copy_us_per_call(dst, src, 4, kind, calls);
+      const SmallCopies::Ends e = sc.ends(d);
+      const double us = median_of(sc.reps, [&] {
+        return async ? async_copy_us_per_call(e.dst, e.src, 4, e.kind, sc.stream, sc.calls)
+                     : sync_copy_us_per_call(e.dst, e.src, 4, e.kind, sc.calls);
       });
       const std::string call = async ? "cudaMemcpyAsync" : "cudaMemcpy";
       const std::string what =
           "4-byte " + call + " " + label(d) + (async ? ", back to back" : " (each call waits)");
-      const std::string check =
-          check_text(d == Direction::h2d ? verify_hash(device.data(), 1, seed, stream)
-                                         : compare_host(expected, words, 1),
-                     what);
-      harness.record_sweep("per-call cost",
-                           {{"call", call},
-                            {"direction", label(d)},
-                            {"bytes", "4"},
-                            {"copies", std::to_string(calls)}},
-                           what, us / 1e3, 4, check);
+      const std::string check = sc.check(d, 1, what);
+      sc.harness.record_sweep("per-call cost",
+                              {{"call", call},
+                               {"direction", label(d)},
+                               {"bytes", "4"},
+                               {"copies", std::to_string(sc.calls)}},
+                              what, us / 1e3, 4, check);
       per_call.push_back(course::fixed(us, 2) + " us");
     }
   }
-  std::cout << "  per call of a 4-byte copy, " << calls << " calls in a row: cudaMemcpyAsync H2D "
-            << per_call[0] << ", D2H " << per_call[1]
+  std::cout << "  per call of a 4-byte copy, " << sc.calls
+            << " calls in a row: cudaMemcpyAsync H2D " << per_call[0] << ", D2H " << per_call[1]
             << " (back to back, one wait at the end); cudaMemcpy H2D " << per_call[2] << ", D2H "
             << per_call[3] << " (each call waits)\n";
+}
 
-  // 2. The break-even sweep, its two models, and the link they must not outrun.
+/// 2. The break-even sweep, its two models, and the link they must not outrun. Returns the
+///    H2D direction's fit (part 3 quotes its prediction).
+CopyCostFit break_even_sweep(SmallCopies& sc) {
   const std::vector<std::size_t> sizes = break_even_sizes();
   const std::vector<double> xs(sizes.begin(), sizes.end());
   CopyCostFit h2d_fit;
   for (const Direction d : kDirections) {
     if (d == Direction::h2d) {
-      course::poison(device.data(), device.bytes(), stream);
-      COURSE_CHECK(cudaStreamSynchronize(stream));
+      course::poison(sc.device.data(), sc.device.bytes(), sc.stream);
+      COURSE_CHECK(cudaStreamSynchronize(sc.stream));
     } else {
-      std::memset(host.data(), course::kPoisonByte, host.bytes());
+      std::memset(sc.host.data(), course::kPoisonByte, sc.host.bytes());
     }
-    void* dst = d == Direction::h2d ? static_cast<void*>(device.data()) : host.data();
-    const void* src = d == Direction::h2d ? host.data() : static_cast<const void*>(device.data());
-    const cudaMemcpyKind kind =
-        d == Direction::h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    const SmallCopies::Ends e = sc.ends(d);
     std::vector<double> us;
     for (const std::size_t bytes : sizes) {
-      us.push_back(median_of(
-          reps, [&] { return async_copy_us_per_call(dst, src, bytes, kind, stream, copies); }));
+      us.push_back(median_of(sc.reps, [&] {
+        return async_copy_us_per_call(e.dst, e.src, bytes, e.kind, sc.stream, sc.copies);
+      }));
     }
     // The largest size covers the others: every word of it must hold the data now.
-    const std::size_t n = sizes.back() / 4;
     const std::string check =
-        check_text(d == Direction::h2d ? verify_hash(device.data(), n, seed, stream)
-                                       : compare_host(expected, words, n),
-                   std::string("break-even sweep ") + label(d));
-    const double link_gbps = bench.large_pinned_gbps(d, harness.warmup(), harness.iters());
-    const CopyCostFit fit = report_fits(d, xs, us, link_gbps, bench.bytes());
+        sc.check(d, sizes.back() / 4, std::string("break-even sweep ") + label(d));
+    const double link_gbps = sc.bench.large_pinned_gbps(d, sc.harness.warmup(), sc.harness.iters());
+    const CopyCostFit fit = report_fits(d, xs, us, link_gbps, sc.bench.bytes());
     if (d == Direction::h2d) h2d_fit = fit;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      harness.record_sweep("breakeven",
-                           {{"direction", label(d)},
-                            {"bytes", std::to_string(sizes[i])},
-                            {"copies", std::to_string(copies)},
-                            {"model_us", course::fixed(model_us(fit, xs[i]), 4)},
-                            {"model", describe(fit)}},
-                           std::string(label(d)) + " " + human_bytes(xs[i]) + ", back to back",
-                           us[i] / 1e3, xs[i], check);
+      sc.harness.record_sweep("breakeven",
+                              {{"direction", label(d)},
+                               {"bytes", std::to_string(sizes[i])},
+                               {"copies", std::to_string(sc.copies)},
+                               {"model_us", course::fixed(model_us(fit, xs[i]), 4)},
+                               {"model", describe(fit)}},
+                              std::string(label(d)) + " " + human_bytes(xs[i]) + ", back to back",
+                              us[i] / 1e3, xs[i], check);
     }
   }
+  return h2d_fit;
+}
 
-  // 3. Batching: the same bytes as many small copies or as one.
+/// 3. Batching: the same bytes as many small copies or as one, beside what the H2D model of
+///    part 2 predicts for both.
+void batching(SmallCopies& sc, const CopyCostFit& h2d_fit) {
+  const std::size_t batch_total = sc.batch_total;
   const std::size_t piece = 4096;
   const std::size_t pieces = batch_total / piece;
   const std::string total = human_bytes(static_cast<double>(batch_total));
   const auto checked = [&](const std::string& what) {
-    return check_text(verify_hash(device.data(), batch_total / 4, seed, stream), what);
+    return check_text(verify_hash(sc.device.data(), batch_total / 4, sc.seed, sc.stream), what);
   };
-  bench.refill(host);
-  course::poison(device.data(), device.bytes(), stream);
-  const double many_us = median_of(reps, [&] {
-    COURSE_CHECK(cudaStreamSynchronize(stream));
+  sc.bench.refill(sc.host);
+  course::poison(sc.device.data(), sc.device.bytes(), sc.stream);
+  const double many_us = median_of(sc.reps, [&] {
+    COURSE_CHECK(cudaStreamSynchronize(sc.stream));
     const Clock::time_point start = Clock::now();
     for (std::size_t i = 0; i < pieces; ++i) {
-      COURSE_CHECK(cudaMemcpyAsync(reinterpret_cast<char*>(device.data()) + i * piece,
-                                   static_cast<const char*>(host.data()) + i * piece, piece,
-                                   cudaMemcpyHostToDevice, stream));
+      COURSE_CHECK(cudaMemcpyAsync(reinterpret_cast<char*>(sc.device.data()) + i * piece,
+                                   static_cast<const char*>(sc.host.data()) + i * piece, piece,
+                                   cudaMemcpyHostToDevice, sc.stream));
     }
-    COURSE_CHECK(cudaStreamSynchronize(stream));
+    COURSE_CHECK(cudaStreamSynchronize(sc.stream));
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   });
   const std::string many_check = checked("batched H2D, many copies");
-  course::poison(device.data(), device.bytes(), stream);
-  const double one_us = median_of(reps, [&] {
-    return async_copy_us_per_call(device.data(), host.data(), batch_total, cudaMemcpyHostToDevice,
-                                  stream, 1);
+  course::poison(sc.device.data(), sc.device.bytes(), sc.stream);
+  const double one_us = median_of(sc.reps, [&] {
+    return async_copy_us_per_call(sc.device.data(), sc.host.data(), batch_total,
+                                  cudaMemcpyHostToDevice, sc.stream, 1);
   });
   const std::string one_check = checked("batched H2D, one copy");
-  harness.record_sweep("batching",
-                       {{"direction", "H2D"},
-                        {"bytes", std::to_string(batch_total)},
-                        {"copies", std::to_string(pieces)}},
-                       total + " H2D as " + std::to_string(pieces) + " copies of 4 KB",
-                       many_us / 1e3, static_cast<double>(batch_total), many_check);
-  harness.record_sweep(
+  sc.harness.record_sweep("batching",
+                          {{"direction", "H2D"},
+                           {"bytes", std::to_string(batch_total)},
+                           {"copies", std::to_string(pieces)}},
+                          total + " H2D as " + std::to_string(pieces) + " copies of 4 KB",
+                          many_us / 1e3, static_cast<double>(batch_total), many_check);
+  sc.harness.record_sweep(
       "batching", {{"direction", "H2D"}, {"bytes", std::to_string(batch_total)}, {"copies", "1"}},
       total + " H2D as one copy", one_us / 1e3, static_cast<double>(batch_total), one_check);
   std::cout << "  " << total << " H2D as " << pieces
@@ -210,6 +238,22 @@ void time_small_copies(course::Harness& harness, const CopyBench& bench, bool qu
               << " us";
   }
   std::cout << "\n";
+}
+
+}  // namespace
+
+void time_small_copies(course::Harness& harness, const CopyBench& bench, bool quick) {
+  const std::size_t batch_total = quick ? (64u << 10) : (1u << 20);
+  const std::size_t small = std::max<std::size_t>(64u << 10, batch_total);
+  if (bench.expected().size() * 4 < small) {
+    throw std::logic_error("time_small_copies: too little data");
+  }
+  SmallCopies sc(harness, bench, quick, batch_total, small);
+  std::cout << "\nSmall copies (pinned memory, host clock, medians of " << sc.reps
+            << " loops; their rows are in the tables below):\n";
+  per_call_costs(sc);
+  const CopyCostFit h2d_fit = break_even_sweep(sc);
+  batching(sc, h2d_fit);
 }
 
 }  // namespace pinned_memory

@@ -74,12 +74,172 @@ int device_attribute(cudaDeviceAttr attribute, int device) {
   return value;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command line: the common flags and lesson 13's own.
+struct Settings {
   course::CommonOptions options;
   int spin_ms = 0;
   bool child_launch_blocking = false;
+
+  /// Whether --variant leaves the row or table `name` in the run.
+  bool selected(const std::string& name) const {
+    return options.variant.empty() || options.variant == name;
+  }
+};
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options,
+                   "bytes of the host->device copy of the copy+kernel pairs, a multiple of 4, "
+                   "at most 4G (default 256M; 32M with --quick; K/M/G suffixes)",
+                   variant_names());
+  flags.add_int("spin-ms", &s.spin_ms, 0,
+                "milliseconds of GPU time each spin kernel runs, at most " +
+                    std::to_string(kMaxSpinMs) + " (default 0: 5, or 2 with --quick)");
+  flags.add_bool("child-launch-blocking", &s.child_launch_blocking,
+                 "internal: the child run the CUDA_LAUNCH_BLOCKING row starts (prints one "
+                 "CHILD-REPORT line)");
+}
+
+/// The range checks the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  if (s.spin_ms > kMaxSpinMs) {
+    throw course::UsageError("--spin-ms must be at most " + std::to_string(kMaxSpinMs) + ", got " +
+                             std::to_string(s.spin_ms));
+  }
+  if (s.options.size % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
+  if (s.options.size > kMaxCopyBytes) throw course::UsageError("--size must be at most 4G");
+}
+
+void print_intro(int spin_ms, std::uint64_t copy_bytes, const course::DeviceSummary& gpu) {
+  std::cout << "lesson 13 streams_and_sync: spin kernels of " << spin_ms << " ms (one block of "
+            << kSpinThreads << " threads each), a host->device copy of " << copy_bytes
+            << " bytes from pinned memory\n  concurrent kernels: "
+            << (device_attribute(cudaDevAttrConcurrentKernels, gpu.ordinal) ? "yes" : "no")
+            << ", copy engines: " << device_attribute(cudaDevAttrAsyncEngineCount, gpu.ordinal)
+            << "\n  overlap % = 100 x (t1 + t2 - t_pair) / min(t1, t2) on the GPU's global "
+               "timer (median ms: t_pair): below "
+            << kSerialisedBelow * 100 << " serialised, above " << kConcurrentAbove * 100
+            << " concurrent\n  check: PASS agrees with what CUDA guarantees; FAIL "
+               "contradicts it or the values did not verify; NOTE allowed, but the GPU "
+               "did not overlap; - nothing is guaranteed, only measured\n";
+}
+
+/// The overlaps the targets judge: both pairs in two non-blocking streams (empty when not run
+/// or not measured).
+struct TargetOverlaps {
+  std::optional<double> kernels, copy;
+};
+
+/// The main table: for every pair of stream kinds, two kernels and then a copy and a kernel,
+/// each judged against what CUDA guarantees for that pair.
+TargetOverlaps run_pairs_table(course::Harness& harness, PairBench& bench, const Settings& s) {
+  TargetOverlaps overlaps;
+  for (const Setting& setting : kSettings) {
+    if (!s.selected(setting.name)) continue;
+    const bool serialised = implicitly_serialised(setting.first, setting.second);
+    for (const bool copy : {false, true}) {
+      KindStream first(setting.first);
+      KindStream second(setting.second);
+      const Measured m = measure(harness.warmup(), harness.iters(), [&](bool check_values) {
+        return copy ? bench.copy_and_kernel(first, second, check_values)
+                    : bench.kernel_pair(first, second);
+      });
+      const std::string work = copy ? "copy+kernel" : "kernel+kernel";
+      const std::string label = std::string(setting.name) + " " + work + " (" +
+                                (serialised ? "serialises" : "may overlap") + ")";
+      if (!m.problem.empty()) std::cerr << label << ": " << m.problem << "\n";
+      harness.record(label, m.timing.pair_ms, overlap_amount(m), judge(m, serialised));
+      if (std::string(setting.name) == "non-blocking+non-blocking" && m.problem.empty()) {
+        (copy ? overlaps.copy : overlaps.kernels) = m.timing.overlap;
+        if (!copy) harness.headline(label);
+      }
+    }
+  }
+  return overlaps;
+}
+
+/// One row of the breaker matrix: a spin kernel in each of two streams, one operation
+/// between the launches (in a child process for the environment variables).
+void run_breaker(course::Harness& harness, PairBench& bench, const Breaker& b,
+                 const ChildArgs& child) {
+  const Measured m = measure_breaker(bench, b, child, harness.warmup(), harness.iters());
+  std::optional<bool> must_serialise;
+  if (b.model == Guarantee::breaks) must_serialise = true;
+  if (b.model == Guarantee::no_implicit_sync) must_serialise = false;
+  const std::string label = std::string(b.name) + " (" + guarantee_name(b.model) + ")";
+  const bool timed = m.problem.empty();
+  const bool in_child = !b.between;
+  std::cout << "  " << b.operation << ", " << stream_kind_name(b.streams) << " streams"
+            << (in_child || !timed ? "" : ": held the host " + ms(m.between_ms) + " ms") << "\n";
+  if (!timed) std::cerr << label << ": " << m.problem << "\n";
+  harness.record_sweep("breakers",
+                       {{"between", b.operation},
+                        {"streams", stream_kind_name(b.streams)},
+                        {"model", guarantee_name(b.model)},
+                        {"t1_ms", timed ? ms(m.timing.t1_ms) : ""},
+                        {"t2_ms", timed ? ms(m.timing.t2_ms) : ""},
+                        {"host_op_ms", timed && !in_child ? ms(m.between_ms) : ""}},
+                       label, m.timing.pair_ms, overlap_amount(m), judge(m, must_serialise));
+}
+
+void run_breakers_table(course::Harness& harness, PairBench& bench, const Settings& s,
+                        const ChildArgs& child) {
+  bool any_breaker = false;
+  for (const Breaker& b : breakers()) {
+    if (!s.selected(b.name)) continue;
+    if (!any_breaker) {
+      std::cout << "\nWhat breaks concurrency: a spin kernel in each of two streams, one "
+                   "operation between the launches:\n";
+      any_breaker = true;
+    }
+    run_breaker(harness, bench, b, child);
+  }
+}
+
+void run_sync_calls_table(course::Harness& harness, PairBench& bench) {
+  std::cout << "\nSynchronisation calls (their table's time is how long the call held "
+               "the host; the overlap column does not apply):\n";
+  for (const SyncRow& r : run_sync_calls(bench)) {
+    std::cout << "  " << r.call << ": " << r.observed << "  " << r.check << "\n";
+    harness.record_sweep("sync calls", {{"observed", r.observed}}, r.call, r.host_ms, 0, r.check);
+  }
+}
+
+/// Expected on any GPU with concurrent kernels and a copy engine, never promised.
+void add_target(course::Harness& harness, const char* work, std::optional<double> overlap) {
+  if (!overlap) return;
+  harness.judged_target(std::string(work) + " in two non-blocking streams concurrent (overlap > " +
+                            course::fixed(kConcurrentAbove, 2) + ")",
+                        classify(*overlap) == Concurrency::concurrent, *overlap);
+}
+
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const course::CommonOptions& options = s.options;
+  const int used_spin_ms =
+      s.spin_ms > 0 ? s.spin_ms : (options.quick ? kQuickSpinMs : kDefaultSpinMs);
+  const std::uint64_t spin_ns = static_cast<std::uint64_t>(used_spin_ms) * 1'000'000ull;
+  course::Harness harness("13_streams_and_sync", options, gpu);
+  const int warmup = harness.warmup();
+  const int iters = harness.iters();
+  if (s.child_launch_blocking) return run_child(spin_ns, warmup, iters);
+
+  const std::uint64_t copy_bytes =
+      options.size ? options.size : (options.quick ? kQuickCopyBytes : kDefaultCopyBytes);
+  print_intro(used_spin_ms, copy_bytes, gpu);
+  harness.unit("overlap %", 0.01);
+
+  PairBench bench(spin_ns, copy_bytes);
+  const TargetOverlaps overlaps = run_pairs_table(harness, bench, s);
+  run_breakers_table(harness, bench, s, ChildArgs{gpu.ordinal, used_spin_ms, warmup, iters});
+  if (s.selected(kSyncApisVariant)) run_sync_calls_table(harness, bench);
+  add_target(harness, "kernel+kernel", overlaps.kernels);
+  add_target(harness, "copy+kernel", overlaps.copy);
+  return harness.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
   course::FlagParser flags(
       "13_streams_and_sync",
       "Lesson 13: streams and synchronisation. Measures, on the GPU's own clock, whether two\n"
@@ -88,133 +248,9 @@ int main(int argc, char** argv) {
       "in the legacy stream, cudaMalloc, cudaFree, destroying a stream or an event,\n"
       "CUDA_LAUNCH_BLOCKING=1, ...); and what each synchronisation call waits for.\n"
       "overlap = (t1 + t2 - t_pair) / min(t1, t2): 100 % concurrent, 0 % serialised.");
-  flags.add_common(options,
-                   "bytes of the host->device copy of the copy+kernel pairs, a multiple of 4, "
-                   "at most 4G (default 256M; 32M with --quick; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("spin-ms", &spin_ms, 0,
-                "milliseconds of GPU time each spin kernel runs, at most " +
-                    std::to_string(kMaxSpinMs) + " (default 0: 5, or 2 with --quick)");
-  flags.add_bool("child-launch-blocking", &child_launch_blocking,
-                 "internal: the child run the CUDA_LAUNCH_BLOCKING row starts (prints one "
-                 "CHILD-REPORT line)");
-
-  const auto validate = [&] {
-    if (spin_ms > kMaxSpinMs) {
-      throw course::UsageError("--spin-ms must be at most " + std::to_string(kMaxSpinMs) +
-                               ", got " + std::to_string(spin_ms));
-    }
-    if (options.size % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
-    if (options.size > kMaxCopyBytes) throw course::UsageError("--size must be at most 4G");
-  };
-
+  add_flags(flags, settings);
   return course::run_driver(
-      flags, argc, argv, options,
-      [&](const course::DeviceSummary& gpu) {
-        const int used_spin_ms =
-            spin_ms > 0 ? spin_ms : (options.quick ? kQuickSpinMs : kDefaultSpinMs);
-        const std::uint64_t spin_ns = static_cast<std::uint64_t>(used_spin_ms) * 1'000'000ull;
-        course::Harness harness("13_streams_and_sync", options, gpu);
-        const int warmup = harness.warmup();
-        const int iters = harness.iters();
-        if (child_launch_blocking) return run_child(spin_ns, warmup, iters);
-
-        const std::uint64_t copy_bytes =
-            options.size ? options.size : (options.quick ? kQuickCopyBytes : kDefaultCopyBytes);
-        std::cout << "lesson 13 streams_and_sync: spin kernels of " << used_spin_ms
-                  << " ms (one block of " << kSpinThreads
-                  << " threads each), a host->device copy of " << copy_bytes
-                  << " bytes from pinned memory\n  concurrent kernels: "
-                  << (device_attribute(cudaDevAttrConcurrentKernels, gpu.ordinal) ? "yes" : "no")
-                  << ", copy engines: "
-                  << device_attribute(cudaDevAttrAsyncEngineCount, gpu.ordinal)
-                  << "\n  overlap % = 100 x (t1 + t2 - t_pair) / min(t1, t2) on the GPU's global "
-                     "timer (median ms: t_pair): below "
-                  << kSerialisedBelow * 100 << " serialised, above " << kConcurrentAbove * 100
-                  << " concurrent\n  check: PASS agrees with what CUDA guarantees; FAIL "
-                     "contradicts it or the values did not verify; NOTE allowed, but the GPU "
-                     "did not overlap; - nothing is guaranteed, only measured\n";
-        harness.unit("overlap %", 0.01);
-
-        const auto selected = [&](const std::string& name) {
-          return options.variant.empty() || options.variant == name;
-        };
-        PairBench bench(spin_ns, copy_bytes);
-        std::optional<double> kernels_overlap, copy_overlap;  // the targets' rows
-        for (const Setting& s : kSettings) {
-          if (!selected(s.name)) continue;
-          const bool serialised = implicitly_serialised(s.first, s.second);
-          for (const bool copy : {false, true}) {
-            KindStream first(s.first);
-            KindStream second(s.second);
-            const Measured m = measure(warmup, iters, [&](bool check_values) {
-              return copy ? bench.copy_and_kernel(first, second, check_values)
-                          : bench.kernel_pair(first, second);
-            });
-            const std::string work = copy ? "copy+kernel" : "kernel+kernel";
-            const std::string label = std::string(s.name) + " " + work + " (" +
-                                      (serialised ? "serialises" : "may overlap") + ")";
-            if (!m.problem.empty()) std::cerr << label << ": " << m.problem << "\n";
-            harness.record(label, m.timing.pair_ms, overlap_amount(m), judge(m, serialised));
-            if (std::string(s.name) == "non-blocking+non-blocking" && m.problem.empty()) {
-              (copy ? copy_overlap : kernels_overlap) = m.timing.overlap;
-              if (!copy) harness.headline(label);
-            }
-          }
-        }
-
-        const ChildArgs child{gpu.ordinal, used_spin_ms, warmup, iters};
-        bool any_breaker = false;
-        for (const Breaker& b : breakers()) {
-          if (!selected(b.name)) continue;
-          if (!any_breaker) {
-            std::cout << "\nWhat breaks concurrency: a spin kernel in each of two streams, one "
-                         "operation between the launches:\n";
-            any_breaker = true;
-          }
-          const Measured m = measure_breaker(bench, b, child, warmup, iters);
-          std::optional<bool> must_serialise;
-          if (b.model == Guarantee::breaks) must_serialise = true;
-          if (b.model == Guarantee::no_implicit_sync) must_serialise = false;
-          const std::string label = std::string(b.name) + " (" + guarantee_name(b.model) + ")";
-          const bool timed = m.problem.empty();
-          const bool in_child = !b.between;
-          std::cout << "  " << b.operation << ", " << stream_kind_name(b.streams) << " streams"
-                    << (in_child || !timed ? "" : ": held the host " + ms(m.between_ms) + " ms")
-                    << "\n";
-          if (!timed) std::cerr << label << ": " << m.problem << "\n";
-          harness.record_sweep("breakers",
-                               {{"between", b.operation},
-                                {"streams", stream_kind_name(b.streams)},
-                                {"model", guarantee_name(b.model)},
-                                {"t1_ms", timed ? ms(m.timing.t1_ms) : ""},
-                                {"t2_ms", timed ? ms(m.timing.t2_ms) : ""},
-                                {"host_op_ms", timed && !in_child ? ms(m.between_ms) : ""}},
-                               label, m.timing.pair_ms, overlap_amount(m),
-                               judge(m, must_serialise));
-        }
-
-        if (selected(kSyncApisVariant)) {
-          std::cout << "\nSynchronisation calls (their table's time is how long the call held "
-                       "the host; the overlap column does not apply):\n";
-          for (const SyncRow& r : run_sync_calls(bench)) {
-            std::cout << "  " << r.call << ": " << r.observed << "  " << r.check << "\n";
-            harness.record_sweep("sync calls", {{"observed", r.observed}}, r.call, r.host_ms, 0,
-                                 r.check);
-          }
-        }
-
-        // Expected on any GPU with concurrent kernels and a copy engine, never promised.
-        const auto target = [&](const char* work, std::optional<double> overlap) {
-          if (!overlap) return;
-          harness.judged_target(std::string(work) +
-                                    " in two non-blocking streams concurrent (overlap > " +
-                                    course::fixed(kConcurrentAbove, 2) + ")",
-                                classify(*overlap) == Concurrency::concurrent, *overlap);
-        };
-        target("kernel+kernel", kernels_overlap);
-        target("copy+kernel", copy_overlap);
-        return harness.finish();
-      },
-      validate);
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

@@ -112,8 +112,14 @@ bool vector_path(GemmShape s, const float* a, const float* b, const float* c) {
   return s.k % 4 == 0 && s.n % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
 }
 
-course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha, const float* a,
-                             const float* b, float beta, float* c) {
+namespace {
+
+bool is_pipelined(Rung rung) { return rung == Rung::cp_async || rung == Rung::tma; }
+
+/// The checks every rung shares, before any CUDA call (std::invalid_argument): the shape,
+/// the rung, its stages, and the pointers an empty C does not need.
+void check_sgemm(const Config& config, GemmShape shape, const float* a, const float* b,
+                 const float* c) {
   const int m = shape.m, n = shape.n, k = shape.k;
   course::require(m >= 0 && n >= 0 && k >= 0, kWhere,
                   "m, n and k must be >= 0, got " + to_string(shape));
@@ -124,15 +130,34 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
                       config.rung == Rung::warp_tiled || config.rung == Rung::cp_async ||
                       config.rung == Rung::tma,
                   kWhere, "unknown rung");
-  const bool pipelined = config.rung == Rung::cp_async || config.rung == Rung::tma;
-  course::require(!pipelined || (config.stages >= kMinStages && config.stages <= kMaxStages),
-                  kWhere,
-                  "stages must be in [" + std::to_string(kMinStages) + ", " +
-                      std::to_string(kMaxStages) + "], got " + std::to_string(config.stages));
+  course::require(
+      !is_pipelined(config.rung) || (config.stages >= kMinStages && config.stages <= kMaxStages),
+      kWhere,
+      "stages must be in [" + std::to_string(kMinStages) + ", " + std::to_string(kMaxStages) +
+          "], got " + std::to_string(config.stages));
   const bool empty_c = m == 0 || n == 0;
   course::require(empty_c || c != nullptr, kWhere, "C is null");
   course::require(empty_c || k == 0 || (a != nullptr && b != nullptr), kWhere, "A or B is null");
-  if (empty_c) return [](cudaStream_t) {};
+}
+
+/// The C tile of a block: 32 x 32 (rung 1), 128 x 128 (rung 2), 128 x 256 (rungs 3-5).
+struct BlockTile {
+  int m;
+  int n;
+};
+BlockTile block_tile(Rung rung) {
+  if (rung == Rung::smem_tiled) return {kSmemTile, kSmemTile};
+  if (rung == Rung::register_blocked) return {kBlockM, kBlockN};
+  return {kTileM, kTileN};
+}
+
+}  // namespace
+
+course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha, const float* a,
+                             const float* b, float beta, float* c) {
+  check_sgemm(config, shape, a, b, c);
+  const int m = shape.m, n = shape.n, k = shape.k;
+  if (m == 0 || n == 0) return [](cudaStream_t) {};  // an empty C: nothing to compute
 
   const bool vec = vector_path(shape, a, b, c);
   if (config.rung == Rung::tma) {
@@ -144,16 +169,11 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
     return prepare_tma(config, shape, alpha, a, b, beta, c);
   }
   const Kernel kernel = vec ? kernel_for<true>(config) : kernel_for<false>(config);
-  // The C tile of a block: 32 x 32 (rung 1), 128 x 128 (rung 2), 128 x 256 (rungs 3-5).
-  const int tile_m = config.rung == Rung::smem_tiled         ? kSmemTile
-                     : config.rung == Rung::register_blocked ? kBlockM
-                                                             : kTileM;
-  const int tile_n = config.rung == Rung::smem_tiled         ? kSmemTile
-                     : config.rung == Rung::register_blocked ? kBlockN
-                                                             : kTileN;
-  const dim3 grid((n + tile_n - 1) / tile_n, (m + tile_m - 1) / tile_m);
+  const BlockTile tile = block_tile(config.rung);
+  const dim3 grid((n + tile.n - 1) / tile.n, (m + tile.m - 1) / tile.m);
   const dim3 block = config.rung == Rung::smem_tiled ? dim3(kSmemTile, kSmemTile) : dim3(kThreads);
-  const std::size_t shared = pipelined ? pipeline_shared_bytes(config.rung, config.stages) : 0;
+  const std::size_t shared =
+      is_pipelined(config.rung) ? pipeline_shared_bytes(config.rung, config.stages) : 0;
   if (shared > 0) {
     COURSE_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,

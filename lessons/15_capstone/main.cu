@@ -132,12 +132,187 @@ struct Problem {
   }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command line: the common flags, Part 1's (the ladder) and Part 2's (the streamed GEMM).
+struct Settings {
   course::CommonOptions options;
   int m = 0, n = 0, k = 0, rung = 0, stages = capstone::kDefaultStages;
   bool no_sweep = false;
+  int rows = 0, width = 0;  // Part 2, the streamed GEMM (streamed.cuh)
+  std::string chunk_list, part;
+  capstone::StreamedSettings streamed;  ///< resolved by validate()
+};
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, "m = n = k of a square problem (default 4096)", variant_names());
+  flags.add_int("m", &s.m, 0, "rows of A and C (overrides --size)");
+  flags.add_int("n", &s.n, 0, "columns of B and C (overrides --size)");
+  flags.add_int("k", &s.k, 0, "columns of A, rows of B (overrides --size)");
+  flags.add_int("rung", &s.rung, 0, "run only this rung, 1 to 5 (0: all)");
+  flags.add_int("stages", &s.stages, 0, "stages of rungs 4 and 5, 2 to 4 (default 4)");
+  flags.add_bool("no-sweep", &s.no_sweep,
+                 "leave out the sweep over square sizes 512 ... 8192 (--quick: 128, 256)");
+  flags.add_int("rows", &s.rows, 1, "Part 2: rows of A and C (default 32768; --quick 1000)");
+  flags.add_int("width", &s.width, 1, "Part 2: k = n (default 1024; --quick k = 100, n = 52)");
+  flags.add_string("chunks", &s.chunk_list,
+                   "Part 2: chunk counts, comma-separated (default 1,2,4,8,16,32; --quick 1,3,7)");
+  flags.add_choice("part", &s.part, {"gemm", "stream", "all"},
+                   "gemm: the ladder, stream: the streamed GEMM, all (default): both");
+}
+
+/// The range checks the flag parser cannot do; run_driver calls it before opening the device.
+/// --rung N becomes --variant (the rung's name).
+void validate(Settings& s) {
+  if (s.rung < 0 || s.rung > static_cast<int>(std::size(capstone::kRungs))) {
+    throw course::UsageError("--rung must be in [0, " +
+                             std::to_string(std::size(capstone::kRungs)) + "], got " +
+                             std::to_string(s.rung));
+  }
+  if (s.rung != 0 && !s.options.variant.empty()) {
+    throw course::UsageError("give --rung or --variant, not both");
+  }
+  if (s.stages < capstone::kMinStages || s.stages > capstone::kMaxStages) {
+    throw course::UsageError("--stages must be in [2, 4], got " + std::to_string(s.stages));
+  }
+  if (s.options.size > 65535u * capstone::kSmemTile) {
+    throw course::UsageError("--size must be at most 2097120");
+  }
+  if (s.m > 65535 * capstone::kSmemTile) throw course::UsageError("--m must be at most 2097120");
+  if (s.rung != 0) s.options.variant = capstone::name(capstone::kRungs[s.rung - 1]);
+  s.streamed = capstone::streamed_settings(s.rows, s.width, s.chunk_list, s.options.quick);
+}
+
+/// Part 1's problem: 4096^3 (--quick: 509 x 388 x 260), or --size, then --m, --n, --k.
+GemmShape main_shape(const Settings& s) {
+  GemmShape shape =
+      s.options.quick ? kQuickShape : GemmShape{kDefaultSize, kDefaultSize, kDefaultSize};
+  if (s.options.size) {
+    const int size = static_cast<int>(s.options.size);
+    shape = {size, size, size};
+  }
+  if (s.m) shape.m = s.m;
+  if (s.n) shape.n = s.n;
+  if (s.k) shape.k = s.k;
+  return shape;
+}
+
+void print_intro(const GemmShape& shape, int stages) {
+  std::cout << "lesson 15 capstone: SGEMM " << capstone::to_string(shape)
+            << " (m x n x k), alpha = " << kAlpha << ", beta = " << kBeta << ", "
+            << capstone::kThreads << " computing threads per block in rungs 2-5, " << stages
+            << " stages in rungs 4-5; tolerance per element: 2 gamma(k + 2) (|alpha| |A| |B| + "
+               "|beta| |C|), gamma(k + 2) = "
+            << capstone::error_factor(shape.k)
+            << "\n  (in the sweeps, x cuBLAS divides by cuBLAS at this size: compare a rung with "
+               "the cuBLAS row of its own size)\n";
+}
+
+/// The rungs this GPU runs on `shape` (rung 5 needs the tensor memory accelerator of sm_90,
+/// and its tensor maps k and n multiples of 4), each one left out said so; --variant picks one.
+std::vector<Rung> runnable_rungs(const course::DeviceSummary& gpu, const std::string& variant,
+                                 const GemmShape& shape) {
+  std::vector<Rung> rungs;
+  for (Rung r : capstone::kRungs) {
+    const std::string name = capstone::name(r);
+    if (!variant.empty() && variant != name) continue;
+    if (!(gpu.cc >= capstone::min_compute_capability(r))) {
+      std::cout << "  " << name << ": not run (needs compute capability "
+                << capstone::min_compute_capability(r).major << "."
+                << capstone::min_compute_capability(r).minor << ")\n";
+    } else if (r == Rung::tma && (shape.k % 4 != 0 || shape.n % 4 != 0)) {
+      std::cout << "  " << name << ": not run (a tensor map needs k and n multiples of 4)\n";
+    } else {
+      rungs.push_back(r);
+    }
+  }
+  return rungs;
+}
+
+/// The sweep over square sizes: cuBLAS and every rung at each size, each size its own problem.
+void run_square_sweep(course::Harness& harness, const std::vector<Rung>& rungs, bool quick,
+                      int stages) {
+  const std::vector<int> sizes =
+      quick ? std::vector<int>{128, 256} : std::vector<int>{512, 1024, 2048, 4096, 8192};
+  for (int s : sizes) {
+    Problem p({s, s, s}, 150 + static_cast<std::uint32_t>(s), harness.stream());
+    const course::SweepParams params{{"size", std::to_string(s)}};
+    course::DeviceBuffer<float> out(p.c.size());
+    const std::string at = ", " + std::to_string(s);  // the size in every row's name
+    harness.sweep("square", params,
+                  course::Variant{kReference + at,
+                                  capstone::flops(p.shape),
+                                  capstone::prepare_cublas_sgemm(p.shape, kAlpha, p.a.data(),
+                                                                 p.b.data(), kBeta, out.data()),
+                                  {},
+                                  {}});
+    for (Rung r : rungs) {
+      harness.sweep("square", params, p.variant(capstone::name(r) + at, p.rung(r, stages)));
+    }
+  }
+}
+
+/// The targets: ratios measured in this run. The main table (4096^3 by default), then, when
+/// `judge_sweep`, the sweep's rows at 2048^3 and 8192^3. A row that was not run is not judged.
+void add_targets(course::Harness& harness, const std::vector<std::string>& ran, bool judge_sweep) {
+  if (!ran.empty()) {
+    const std::string best = *std::max_element(ran.begin(), ran.end(), [&](auto& x, auto& y) {
+      return harness.rate_of(x) < harness.rate_of(y);
+    });
+    harness.target({best, kBestOfCublas});
+    harness.target({best, 1.00});  // the course's goal: cuBLAS itself
+    harness.target({capstone::name(Rung::cp_async), kCpAsyncOfCublas});
+  }
+  for (std::size_t i = 1; i < std::size(capstone::kRungs); ++i) {
+    const Rung r = capstone::kRungs[i];
+    // cp.async against registers, same tile: the copies alone must pay.
+    const double min_ratio = r == Rung::cp_async ? kCpAsyncOverRegisters : 1.00;
+    harness.ratio_target({capstone::name(r), capstone::name(capstone::kRungs[i - 1]), min_ratio});
+  }
+  if (judge_sweep) {
+    judge_sweep_size(harness, 2048, kBestOfCublasAt2048);
+    judge_sweep_size(harness, 8192, kBestOfCublas);
+  }
+}
+
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  course::require_compute_capability(gpu, {8, 0}, "lesson 15 (cp.async)");
+  const GemmShape shape = main_shape(s);
+  print_intro(shape, s.stages);
+  const std::vector<Rung> rungs = runnable_rungs(gpu, s.options.variant, shape);
+
+  course::Harness harness(kLesson, s.options, gpu);
+  harness.unit("TFLOP/s", 1e12);
+  Problem main_problem(shape, 15, harness.stream());
+  course::DeviceBuffer<float> ref_out(main_problem.c.size());
+  harness.reference(kReference, capstone::flops(shape),
+                    capstone::prepare_cublas_sgemm(shape, kAlpha, main_problem.a.data(),
+                                                   main_problem.b.data(), kBeta, ref_out.data()));
+  const bool ladder = s.part != "stream";
+  std::vector<std::string> ran;
+  for (Rung r : ladder ? rungs : std::vector<Rung>{}) {
+    const std::string name = capstone::name(r);
+    harness.run(main_problem.variant(name, main_problem.rung(r, s.stages)));
+    ran.push_back(name);
+  }
+  if (!ran.empty()) {
+    harness.baseline(ran.front());
+    harness.headline(ran.back());
+  }
+  if (ladder && !s.no_sweep) run_square_sweep(harness, rungs, s.options.quick, s.stages);
+
+  if (s.part != "gemm") {  // Part 2 with the fastest rung this GPU runs on its shape
+    const bool tma = gpu.cc >= capstone::min_compute_capability(Rung::tma) &&
+                     s.streamed.k % 4 == 0 && s.streamed.n % 4 == 0;
+    capstone::run_streamed(harness, gpu, s.streamed, {tma ? Rung::tma : Rung::cp_async, s.stages},
+                           s.options.csv);
+  }
+  add_targets(harness, ran, ladder && !s.no_sweep && !s.options.quick);
+  return harness.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
   course::FlagParser flags(
       kLesson,
       "Lesson 15: the SGEMM ladder. C = alpha A B + beta C (row-major, fp32 FMA on the CUDA\n"
@@ -147,148 +322,9 @@ int main(int argc, char** argv) {
       "registers), 4-cp-async (the same tiles through a multi-stage cp.async pipeline), 5-tma\n"
       "(TMA tensor loads from a producer warpgroup, full/empty mbarriers, setmaxnreg; sm_90).\n"
       "Every rung is checked against cuBLAS, measured in the same run as the reference.");
-  flags.add_common(options, "m = n = k of a square problem (default 4096)", variant_names());
-  flags.add_int("m", &m, 0, "rows of A and C (overrides --size)");
-  flags.add_int("n", &n, 0, "columns of B and C (overrides --size)");
-  flags.add_int("k", &k, 0, "columns of A, rows of B (overrides --size)");
-  flags.add_int("rung", &rung, 0, "run only this rung, 1 to 5 (0: all)");
-  flags.add_int("stages", &stages, 0, "stages of rungs 4 and 5, 2 to 4 (default 4)");
-  flags.add_bool("no-sweep", &no_sweep,
-                 "leave out the sweep over square sizes 512 ... 8192 (--quick: 128, 256)");
-  int rows = 0, width = 0;  // Part 2, the streamed GEMM (streamed.cuh)
-  std::string chunk_list, part;
-  capstone::StreamedSettings streamed;
-  flags.add_int("rows", &rows, 1, "Part 2: rows of A and C (default 32768; --quick 1000)");
-  flags.add_int("width", &width, 1, "Part 2: k = n (default 1024; --quick k = 100, n = 52)");
-  flags.add_string("chunks", &chunk_list,
-                   "Part 2: chunk counts, comma-separated (default 1,2,4,8,16,32; --quick 1,3,7)");
-  flags.add_choice("part", &part, {"gemm", "stream", "all"},
-                   "gemm: the ladder, stream: the streamed GEMM, all (default): both");
-
-  auto validate = [&] {
-    if (rung < 0 || rung > static_cast<int>(std::size(capstone::kRungs))) {
-      throw course::UsageError("--rung must be in [0, " +
-                               std::to_string(std::size(capstone::kRungs)) + "], got " +
-                               std::to_string(rung));
-    }
-    if (rung != 0 && !options.variant.empty()) {
-      throw course::UsageError("give --rung or --variant, not both");
-    }
-    if (stages < capstone::kMinStages || stages > capstone::kMaxStages) {
-      throw course::UsageError("--stages must be in [2, 4], got " + std::to_string(stages));
-    }
-    if (options.size > 65535u * capstone::kSmemTile) {
-      throw course::UsageError("--size must be at most 2097120");
-    }
-    if (m > 65535 * capstone::kSmemTile) throw course::UsageError("--m must be at most 2097120");
-    if (rung != 0) options.variant = capstone::name(capstone::kRungs[rung - 1]);
-    streamed = capstone::streamed_settings(rows, width, chunk_list, options.quick);
-  };
-
-  auto body = [&](const course::DeviceSummary& gpu) {
-    course::require_compute_capability(gpu, {8, 0}, "lesson 15 (cp.async)");
-    GemmShape shape =
-        options.quick ? kQuickShape : GemmShape{kDefaultSize, kDefaultSize, kDefaultSize};
-    if (options.size) {
-      const int s = static_cast<int>(options.size);
-      shape = {s, s, s};
-    }
-    if (m) shape.m = m;
-    if (n) shape.n = n;
-    if (k) shape.k = k;
-    std::cout << "lesson 15 capstone: SGEMM " << capstone::to_string(shape)
-              << " (m x n x k), alpha = " << kAlpha << ", beta = " << kBeta << ", "
-              << capstone::kThreads << " computing threads per block in rungs 2-5, " << stages
-              << " stages in rungs 4-5; tolerance per element: 2 gamma(k + 2) (|alpha| |A| |B| + "
-                 "|beta| |C|), gamma(k + 2) = "
-              << capstone::error_factor(shape.k)
-              << "\n  (in the sweeps, x cuBLAS divides by cuBLAS at this size: compare a rung with "
-                 "the cuBLAS row of its own size)\n";
-    // The rungs this GPU runs (rung 5 needs the tensor memory accelerator of sm_90).
-    std::vector<Rung> rungs;
-    for (Rung r : capstone::kRungs) {
-      const std::string name = capstone::name(r);
-      if (!options.variant.empty() && options.variant != name) continue;
-      if (!(gpu.cc >= capstone::min_compute_capability(r))) {
-        std::cout << "  " << name << ": not run (needs compute capability "
-                  << capstone::min_compute_capability(r).major << "."
-                  << capstone::min_compute_capability(r).minor << ")\n";
-      } else if (r == Rung::tma && (shape.k % 4 != 0 || shape.n % 4 != 0)) {
-        std::cout << "  " << name << ": not run (a tensor map needs k and n multiples of 4)\n";
-      } else {
-        rungs.push_back(r);
-      }
-    }
-
-    course::Harness harness(kLesson, options, gpu);
-    harness.unit("TFLOP/s", 1e12);
-    Problem main_problem(shape, 15, harness.stream());
-    course::DeviceBuffer<float> ref_out(main_problem.c.size());
-    harness.reference(kReference, capstone::flops(shape),
-                      capstone::prepare_cublas_sgemm(shape, kAlpha, main_problem.a.data(),
-                                                     main_problem.b.data(), kBeta, ref_out.data()));
-    const bool ladder = part != "stream";
-    std::vector<std::string> ran;
-    for (Rung r : ladder ? rungs : std::vector<Rung>{}) {
-      const std::string name = capstone::name(r);
-      harness.run(main_problem.variant(name, main_problem.rung(r, stages)));
-      ran.push_back(name);
-    }
-    if (!ran.empty()) {
-      harness.baseline(ran.front());
-      harness.headline(ran.back());
-    }
-
-    if (ladder && !no_sweep) {
-      const std::vector<int> sizes = options.quick ? std::vector<int>{128, 256}
-                                                   : std::vector<int>{512, 1024, 2048, 4096, 8192};
-      for (int s : sizes) {
-        Problem p({s, s, s}, 150 + static_cast<std::uint32_t>(s), harness.stream());
-        const course::SweepParams params{{"size", std::to_string(s)}};
-        course::DeviceBuffer<float> out(p.c.size());
-        const std::string at = ", " + std::to_string(s);  // the size in every row's name
-        harness.sweep("square", params,
-                      course::Variant{kReference + at,
-                                      capstone::flops(p.shape),
-                                      capstone::prepare_cublas_sgemm(p.shape, kAlpha, p.a.data(),
-                                                                     p.b.data(), kBeta, out.data()),
-                                      {},
-                                      {}});
-        for (Rung r : rungs) {
-          harness.sweep("square", params, p.variant(capstone::name(r) + at, p.rung(r, stages)));
-        }
-      }
-    }
-
-    if (part != "gemm") {  // Part 2 with the fastest rung this GPU runs on its shape
-      const bool tma = gpu.cc >= capstone::min_compute_capability(Rung::tma) &&
-                       streamed.k % 4 == 0 && streamed.n % 4 == 0;
-      capstone::run_streamed(harness, gpu, streamed, {tma ? Rung::tma : Rung::cp_async, stages},
-                             options.csv);
-    }
-
-    // ---- targets: ratios measured in this run. The main table (4096^3 by default), then
-    //      the sweep's rows at 2048^3 and 8192^3. A row that was not run is not judged.
-    if (!ran.empty()) {
-      const std::string best = *std::max_element(ran.begin(), ran.end(), [&](auto& x, auto& y) {
-        return harness.rate_of(x) < harness.rate_of(y);
-      });
-      harness.target({best, kBestOfCublas});
-      harness.target({best, 1.00});  // the course's goal: cuBLAS itself
-      harness.target({capstone::name(Rung::cp_async), kCpAsyncOfCublas});
-    }
-    for (std::size_t i = 1; i < std::size(capstone::kRungs); ++i) {
-      const Rung r = capstone::kRungs[i];
-      // cp.async against registers, same tile: the copies alone must pay.
-      const double min_ratio = r == Rung::cp_async ? kCpAsyncOverRegisters : 1.00;
-      harness.ratio_target({capstone::name(r), capstone::name(capstone::kRungs[i - 1]), min_ratio});
-    }
-    if (ladder && !no_sweep && !options.quick) {
-      judge_sweep_size(harness, 2048, kBestOfCublasAt2048);
-      judge_sweep_size(harness, 8192, kBestOfCublas);
-    }
-    return harness.finish();
-  };
-
-  return course::run_driver(flags, argc, argv, options, body, validate);
+  add_flags(flags, settings);
+  return course::run_driver(
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

@@ -262,6 +262,35 @@ course::Comparison compare_bitwise(cuda::std::span<const float> expected,
 // ---- The driver's part
 // ---------------------------------------------------------------------------
 
+namespace {
+
+/// "1,2,4" -> {1, 2, 4}: chunk counts sorted and without repeats, each in [1, most]. Throws
+/// course::UsageError for an empty item, a trailing comma or a count out of range.
+std::vector<int> parse_chunk_counts(const std::string& text, int most) {
+  std::vector<int> counts;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const long value = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || value < 1 || value > most) {
+      throw course::UsageError("--chunks expects chunk counts in [1, " + std::to_string(most) +
+                               "] (at most one chunk per row) separated by commas, got '" + text +
+                               "'");
+    }
+    counts.push_back(static_cast<int>(value));
+  }
+  if (counts.empty() || text.back() == ',') {
+    throw course::UsageError("--chunks expects chunk counts separated by commas, got '" + text +
+                             "'");
+  }
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+}  // namespace
+
 StreamedSettings streamed_settings(int rows, int width, const std::string& chunk_list, bool quick) {
   if (rows < 0 || width < 0) throw course::UsageError("--rows and --width must be positive");
   StreamedSettings s;
@@ -277,107 +306,107 @@ StreamedSettings streamed_settings(int rows, int width, const std::string& chunk
   }
   const std::string text =
       !chunk_list.empty() ? chunk_list : (quick ? kQuickChunks : kDefaultChunks);
-  const int most = std::min(s.rows, kMaxChunks);
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const long value = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || value < 1 || value > most) {
-      throw course::UsageError("--chunks expects chunk counts in [1, " + std::to_string(most) +
-                               "] (at most one chunk per row) separated by commas, got '" + text +
-                               "'");
-    }
-    s.chunk_counts.push_back(static_cast<int>(value));
-  }
-  if (s.chunk_counts.empty() || text.back() == ',') {
-    throw course::UsageError("--chunks expects chunk counts separated by commas, got '" + text +
-                             "'");
-  }
-  std::sort(s.chunk_counts.begin(), s.chunk_counts.end());
-  s.chunk_counts.erase(std::unique(s.chunk_counts.begin(), s.chunk_counts.end()),
-                       s.chunk_counts.end());
+  s.chunk_counts = parse_chunk_counts(text, std::min(s.rows, kMaxChunks));
   return s;
 }
 
-void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
-                  const StreamedSettings& settings, Config config, const std::string& csv) {
-  const cudaStream_t stream = harness.stream();
-  const model::Gpu this_gpu = ot::model_of_device(gpu.ordinal, gpu.name);
-  const int rows = settings.rows, k = settings.k, n = settings.n;
-  const std::size_t a_count = static_cast<std::size_t>(rows) * k;
-  const std::size_t c_count = static_cast<std::size_t>(rows) * n;
+namespace {
+
+std::string check_text(bool ok) { return ok ? "PASS" : "FAIL"; }
+
+/// The sweep's chunk counts plus 1: the whole job's stage times are always printed.
+std::vector<int> with_whole_job(std::vector<int> counts) {
+  counts.push_back(1);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+void print_part2_intro(const StreamedSettings& s, Config config, const model::Gpu& this_gpu) {
+  const std::size_t a_count = static_cast<std::size_t>(s.rows) * s.k;
+  const std::size_t c_count = static_cast<std::size_t>(s.rows) * s.n;
   const auto mib = [](std::size_t floats) {
     return course::fixed(static_cast<double>(floats) * sizeof(float) / (1 << 20), 1);
   };
-  std::cout << "\nPart 2: the streamed GEMM, C (" << rows << " x " << n << ") = A (" << rows
-            << " x " << k << ") W (" << k << " x " << n << ") by " << name(config.rung)
+  std::cout << "\nPart 2: the streamed GEMM, C (" << s.rows << " x " << s.n << ") = A (" << s.rows
+            << " x " << s.k << ") W (" << s.k << " x " << s.n << ") by " << name(config.rung)
             << ". A and C in pinned host memory (" << mib(a_count) << " MiB in, " << mib(c_count)
             << " MiB out), W stays on the device.\n  sequential: A in, one GEMM, C out, on one "
                "stream. streamed: the rows in chunks, one stream each, issued chunk by chunk.\n"
                "  TFLOP/s counts the GEMM's flops over the whole run, copies included. Copy "
                "engines "
             << this_gpu.copy_engines << ", hardware queues " << this_gpu.connections << ".\n";
+}
 
-  // The job: A hash-filled (through the device), W resident.
-  course::PinnedBuffer<float> host_a(a_count), host_c(c_count);
-  course::DeviceBuffer<float> w(static_cast<std::size_t>(k) * n), device_a(a_count),
-      device_c(c_count);
-  fill_uniform(device_a.span(), kSeed, stream);
-  fill_uniform(w.span(), kSeed + 1, stream);
-  COURSE_CHECK(cudaMemcpyAsync(host_a.data(), device_a.data(), device_a.bytes(),
-                               cudaMemcpyDeviceToHost, stream));
-  COURSE_CHECK(cudaStreamSynchronize(stream));
-  const StreamedJob job{
-      host_a.data(), host_c.data(), w.data(), device_a.data(), device_c.data(), rows, k, n, config};
-  const double flops = job_flops(job);
-
-  // The check of the sequential version: cuBLAS on the whole problem, within the bound
-  // |A| |W| (cuBLAS on absolute values; device_a is staging, every checked run refills it).
-  std::vector<float> expected, bound;
-  {
-    const GemmShape whole{rows, n, k};
-    course::DeviceBuffer<float> out(c_count), abs_w(w.size());
-    prepare_cublas_sgemm(whole, 1.0f, device_a.data(), w.data(), 0.0f, out.data())(stream);
-    COURSE_CHECK(cudaStreamSynchronize(stream));
-    expected = course::to_host(out.cspan());
-    absolute_values(device_a.cspan(), device_a.span(), stream);
-    absolute_values(w.cspan(), abs_w.span(), stream);
-    prepare_cublas_sgemm(whole, 1.0f, device_a.data(), abs_w.data(), 0.0f, out.data())(stream);
-    COURSE_CHECK(cudaStreamSynchronize(stream));
-    bound = course::to_host(out.cspan());
-  }
-
-  // Everything prepared (checks, GEMM attributes) before any timing.
-  std::vector<int> stage_counts = settings.chunk_counts;
-  stage_counts.push_back(1);  // the whole job's stage times are always printed
-  std::sort(stage_counts.begin(), stage_counts.end());
-  stage_counts.erase(std::unique(stage_counts.begin(), stage_counts.end()), stage_counts.end());
-  const ot::StreamSet streams(std::max(2, settings.chunk_counts.back()));  // >= 2: both ways
-  const course::Launch sequential = prepare_sequential(job);
-  std::map<int, course::Launch> streamed;
-  std::map<int, std::vector<course::Launch>> stage_launches;
-  for (int c : settings.chunk_counts) streamed[c] = prepare_streamed(job, c, streams);
-  for (int c : stage_counts) {
-    for (Stage s : {Stage::h2d, Stage::kernel, Stage::d2h}) {
-      stage_launches[c].push_back(prepare_stage(s, job, c));
+/// Part 2's job and what its steps share: A and C in pinned host memory, W and the staging of
+/// A and C on the device, cuBLAS's C with its error bound, the launches (all prepared, checks
+/// and GEMM attributes included, before any timing), and the stage times of this run.
+struct StreamedPart {
+  StreamedPart(course::Harness& h, const StreamedSettings& s, Config config)
+      : harness(h),
+        settings(s),
+        rows(s.rows),
+        k(s.k),
+        n(s.n),
+        a_count(static_cast<std::size_t>(rows) * k),
+        c_count(static_cast<std::size_t>(rows) * n),
+        host_a(a_count),
+        host_c(c_count),
+        w(static_cast<std::size_t>(k) * n),
+        device_a(a_count),
+        device_c(c_count),
+        job{host_a.data(), host_c.data(), w.data(), device_a.data(), device_c.data(), rows, k, n,
+            config},
+        flops(job_flops(job)),
+        stage_counts(with_whole_job(s.chunk_counts)),
+        streams(std::max(2, s.chunk_counts.back())) {  // >= 2: both ways
+    // The job: A hash-filled (through the device), W resident.
+    fill_uniform(device_a.span(), kSeed, stream());
+    fill_uniform(w.span(), kSeed + 1, stream());
+    COURSE_CHECK(cudaMemcpyAsync(host_a.data(), device_a.data(), device_a.bytes(),
+                                 cudaMemcpyDeviceToHost, stream()));
+    COURSE_CHECK(cudaStreamSynchronize(stream()));
+    compute_cublas_reference();
+    sequential = prepare_sequential(job);
+    for (int c : s.chunk_counts) streamed[c] = prepare_streamed(job, c, streams);
+    for (int c : stage_counts) {
+      for (Stage st : {Stage::h2d, Stage::kernel, Stage::d2h}) {
+        stage_launches[c].push_back(prepare_stage(st, job, c));
+      }
     }
   }
 
-  const auto time_ms = [&](const course::Launch& launch) {
-    return course::time_stream_work(launch, stream, harness.warmup(), harness.iters()).median_ms;
-  };
-  const cuda::std::span<const float> result(host_c.data(), c_count);
-  // Poison both ends and the staging of A: a missing, misplaced or misordered operation
-  // leaves poison in C or computes from it.
-  const auto checked_run = [&](const std::string& what, const course::Launch& launch,
-                               const std::function<course::Comparison()>& compare) {
-    COURSE_CHECK(cudaStreamSynchronize(stream));
+  /// The check of the sequential version: cuBLAS on the whole problem, within the bound
+  /// |A| |W| (cuBLAS on absolute values; device_a is staging, every checked run refills it).
+  void compute_cublas_reference() {
+    const GemmShape whole{rows, n, k};
+    course::DeviceBuffer<float> out(c_count), abs_w(w.size());
+    prepare_cublas_sgemm(whole, 1.0f, device_a.data(), w.data(), 0.0f, out.data())(stream());
+    COURSE_CHECK(cudaStreamSynchronize(stream()));
+    expected = course::to_host(out.cspan());
+    absolute_values(device_a.cspan(), device_a.span(), stream());
+    absolute_values(w.cspan(), abs_w.span(), stream());
+    prepare_cublas_sgemm(whole, 1.0f, device_a.data(), abs_w.data(), 0.0f, out.data())(stream());
+    COURSE_CHECK(cudaStreamSynchronize(stream()));
+    bound = course::to_host(out.cspan());
+  }
+
+  cudaStream_t stream() const { return harness.stream(); }
+  double time_ms(const course::Launch& launch) const {
+    return course::time_stream_work(launch, stream(), harness.warmup(), harness.iters()).median_ms;
+  }
+  cuda::std::span<const float> result() const { return {host_c.data(), c_count}; }
+
+  /// One checked run. Poisons both ends and the staging of A first: a missing, misplaced or
+  /// misordered operation leaves poison in C or computes from it.
+  bool checked_run(const std::string& what, const course::Launch& launch,
+                   const std::function<course::Comparison()>& compare) {
+    COURSE_CHECK(cudaStreamSynchronize(stream()));
     std::memset(host_c.data(), course::kPoisonByte, host_c.bytes());
-    course::poison(device_a.data(), device_a.bytes(), stream);
-    course::poison(device_c.data(), device_c.bytes(), stream);
-    launch(stream);
-    COURSE_CHECK(cudaStreamSynchronize(stream));
+    course::poison(device_a.data(), device_a.bytes(), stream());
+    course::poison(device_c.data(), device_c.bytes(), stream());
+    launch(stream());
+    COURSE_CHECK(cudaStreamSynchronize(stream()));
     if (const auto timeouts = take_wait_timeouts(); timeouts != 0) {  // rung 5's mbarriers
       std::cerr << "15_capstone " << what << ": " << timeouts << " mbarrier waits gave up\n";
       return false;
@@ -385,34 +414,17 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
     const course::Comparison c = compare();
     if (!c.ok()) std::cerr << "15_capstone " << what << ": " << c.summary() << "\n";
     return c.ok();
-  };
-  const auto against_cublas = [&] { return compare_gemm(expected, bound, result, k); };
-
-  // One chunk's operation inside a running pipeline: the stage's chunks back to back, / c.
-  std::map<int, model::StageTimes> times;
-  for (int c : stage_counts) {
-    const std::vector<course::Launch>& l = stage_launches[c];
-    times[c] = {time_ms(l[0]) / c, time_ms(l[1]) / c, time_ms(l[2]) / c};
   }
-  const model::StageTimes& whole = times[1];
-  // Both copy directions at once: the two-way rate the chunks of a pipeline share.
-  const double both_ways_ms = time_ms(prepare_both_ways(job, streams));
-  std::cout << "  whole job, each operation alone: H2D " << course::fixed(whole.h2d, 4) << " ms ("
-            << course::fixed(course::gigabytes_per_second(a_count * 4.0, whole.h2d), 1)
-            << " GB/s), GEMM " << course::fixed(whole.kernel, 4) << " ms ("
-            << course::fixed(flops / (whole.kernel * 1e9), 1) << " TFLOP/s), D2H "
-            << course::fixed(whole.d2h, 4) << " ms ("
-            << course::fixed(course::gigabytes_per_second(c_count * 4.0, whole.d2h), 1)
-            << " GB/s); both copies at once " << course::fixed(both_ways_ms, 4) << " ms ("
-            << course::fixed(course::gigabytes_per_second((a_count + c_count) * 4.0, both_ways_ms),
-                             1)
-            << " GB/s together, against "
-            << course::fixed(course::gigabytes_per_second(a_count * 4.0, whole.h2d) +
-                                 course::gigabytes_per_second(c_count * 4.0, whole.d2h),
-                             1)
-            << " GB/s if each kept its own rate)\n";
+  course::Comparison against_cublas() const { return compare_gemm(expected, bound, result(), k); }
+  /// The streamed C must be the sequential C bit for bit; while the sequential one is wrong,
+  /// it is held to cuBLAS's bound instead.
+  course::Comparison against_sequential() const {
+    return sequential_ok ? compare_bitwise(sequential_c, result()) : against_cublas();
+  }
 
-  const auto params = [&](int c, const char* order) {
+  /// A sweep row's parameters: the shape, the chunks, the order and one chunk's stage times
+  /// (the model's input rides along in the sweep CSV).
+  course::SweepParams params(int c, const char* order) {
     const model::StageTimes& t = times[c];
     return course::SweepParams{{"rows", std::to_string(rows)},
                                {"k", std::to_string(k)},
@@ -422,88 +434,147 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
                                {"h2d_ms", course::fixed(t.h2d, 6)},
                                {"kernel_ms", course::fixed(t.kernel, 6)},
                                {"d2h_ms", course::fixed(t.d2h, 6)}};
-  };
-  const auto check_text = [](bool ok) { return std::string(ok ? "PASS" : "FAIL"); };
+  }
 
-  // ---- Measured: sequential, then every chunk count --------------------------------------------
-  std::vector<float> sequential_c;
-  const bool sequential_ok = checked_run("sequential", sequential, [&] {
-    const course::Comparison c = against_cublas();
-    sequential_c.assign(result.begin(), result.end());
-    return c;
-  });
-  // The streamed C must be the sequential C bit for bit; while the sequential one is wrong,
-  // it is held to cuBLAS's bound instead.
-  const auto against_sequential = [&] {
-    return sequential_ok ? compare_bitwise(sequential_c, result) : against_cublas();
-  };
-  const double sequential_ms = time_ms(sequential);
-  harness.record_sweep("streamed", params(1, "sequential"), "sequential (one stream)",
-                       sequential_ms, flops, check_text(sequential_ok));
-  harness.record_sweep("streamed model", params(1, "sequential"), "model, sequential",
-                       model::predict(this_gpu, ot::Order::sequential, 1, whole), flops, "-");
+  course::Harness& harness;
+  const StreamedSettings& settings;
+  const int rows, k, n;
+  const std::size_t a_count, c_count;
+  course::PinnedBuffer<float> host_a, host_c;
+  course::DeviceBuffer<float> w, device_a, device_c;
+  const StreamedJob job;
+  const double flops;
+  std::vector<float> expected, bound;  ///< cuBLAS's C and its per-element error bound
+  const std::vector<int> stage_counts;
+  const ot::StreamSet streams;
+  course::Launch sequential;
+  std::map<int, course::Launch> streamed;
+  std::map<int, std::vector<course::Launch>> stage_launches;
+  std::map<int, model::StageTimes> times;  ///< one chunk's stage times, per chunk count
+  double both_ways_ms = 0;
+  bool sequential_ok = false;
+  std::vector<float> sequential_c;  ///< the sequential version's C, once it passed
+};
+
+/// One chunk's operation inside a running pipeline (the stage's chunks back to back, / c) at
+/// every chunk count, both copy directions at once, and the line about the whole job's.
+void measure_stage_times(StreamedPart& p) {
+  for (int c : p.stage_counts) {
+    const std::vector<course::Launch>& l = p.stage_launches[c];
+    p.times[c] = {p.time_ms(l[0]) / c, p.time_ms(l[1]) / c, p.time_ms(l[2]) / c};
+  }
+  const model::StageTimes& whole = p.times[1];
+  // Both copy directions at once: the two-way rate the chunks of a pipeline share.
+  p.both_ways_ms = p.time_ms(prepare_both_ways(p.job, p.streams));
+  const double a_bytes = p.a_count * 4.0, c_bytes = p.c_count * 4.0;
+  std::cout << "  whole job, each operation alone: H2D " << course::fixed(whole.h2d, 4) << " ms ("
+            << course::fixed(course::gigabytes_per_second(a_bytes, whole.h2d), 1) << " GB/s), GEMM "
+            << course::fixed(whole.kernel, 4) << " ms ("
+            << course::fixed(p.flops / (whole.kernel * 1e9), 1) << " TFLOP/s), D2H "
+            << course::fixed(whole.d2h, 4) << " ms ("
+            << course::fixed(course::gigabytes_per_second(c_bytes, whole.d2h), 1)
+            << " GB/s); both copies at once " << course::fixed(p.both_ways_ms, 4) << " ms ("
+            << course::fixed(
+                   course::gigabytes_per_second((p.a_count + p.c_count) * 4.0, p.both_ways_ms), 1)
+            << " GB/s together, against "
+            << course::fixed(course::gigabytes_per_second(a_bytes, whole.h2d) +
+                                 course::gigabytes_per_second(c_bytes, whole.d2h),
+                             1)
+            << " GB/s if each kept its own rate)\n";
+}
+
+/// What the measured sweep found: the sequential time, the shared-link bound of every chunk
+/// count, and the fastest streamed run of 2 or more chunks that passed its check.
+struct SweepOutcome {
+  double sequential_ms = 0;
   std::map<int, double> bound_of;
   double best_ms = std::numeric_limits<double>::infinity();
   int best = 0;
-  for (int c : settings.chunk_counts) {
+};
+
+/// Measured (sweep "streamed"): sequential, then every chunk count, each checked and timed;
+/// beside them (sweep "streamed model") the engine-queue model and its bound.
+SweepOutcome run_sweep(StreamedPart& p, const model::Gpu& this_gpu) {
+  course::Harness& harness = p.harness;
+  SweepOutcome r;
+  p.sequential_ok = p.checked_run("sequential", p.sequential, [&] {
+    const course::Comparison c = p.against_cublas();
+    const cuda::std::span<const float> result = p.result();
+    p.sequential_c.assign(result.begin(), result.end());
+    return c;
+  });
+  const auto against_sequential = [&] { return p.against_sequential(); };
+  r.sequential_ms = p.time_ms(p.sequential);
+  harness.record_sweep("streamed", p.params(1, "sequential"), "sequential (one stream)",
+                       r.sequential_ms, p.flops, check_text(p.sequential_ok));
+  harness.record_sweep("streamed model", p.params(1, "sequential"), "model, sequential",
+                       model::predict(this_gpu, ot::Order::sequential, 1, p.times[1]), p.flops,
+                       "-");
+  for (int c : p.settings.chunk_counts) {
     const std::string what = "streamed, " + chunks_text(c);
-    const bool ok = checked_run(what, streamed[c], against_sequential);
-    const double ms = time_ms(streamed[c]);
-    harness.record_sweep("streamed", params(c, "streamed"), what, ms, flops, check_text(ok));
-    bound_of[c] = shared_link_bound(c, times[c], both_ways_ms / c);
-    harness.record_sweep("streamed model", params(c, "streamed"), "model, " + chunks_text(c),
-                         model::predict(this_gpu, ot::Order::per_chunk, c, times[c]), flops, "-");
-    harness.record_sweep("streamed model", params(c, "bound"),
-                         "bound (any order, shared link), " + chunks_text(c), bound_of[c], flops,
+    const bool ok = p.checked_run(what, p.streamed[c], against_sequential);
+    const double ms = p.time_ms(p.streamed[c]);
+    harness.record_sweep("streamed", p.params(c, "streamed"), what, ms, p.flops, check_text(ok));
+    r.bound_of[c] = shared_link_bound(c, p.times[c], p.both_ways_ms / c);
+    harness.record_sweep("streamed model", p.params(c, "streamed"), "model, " + chunks_text(c),
+                         model::predict(this_gpu, ot::Order::per_chunk, c, p.times[c]), p.flops,
                          "-");
-    if (ok && c >= 2 && ms < best_ms) {
-      best_ms = ms;
-      best = c;
+    harness.record_sweep("streamed model", p.params(c, "bound"),
+                         "bound (any order, shared link), " + chunks_text(c), r.bound_of[c],
+                         p.flops, "-");
+    if (ok && c >= 2 && ms < r.best_ms) {
+      r.best_ms = ms;
+      r.best = c;
     }
   }
+  return r;
+}
 
-  // ---- The timeline: events around every operation of one sequential and one streamed run -------
-  const int timeline_chunks = best > 0 ? best : settings.chunk_counts.back();
+/// The timeline (sweep "streamed timeline"): events around every operation of one
+/// sequential and one streamed run, beside the model's schedule; FILE_timeline.csv with --csv.
+void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string& gpu_name,
+                  int timeline_chunks, const std::string& csv) {
   std::vector<ot::TimelineRun> runs;
   for (const bool chunked : {false, true}) {
     ot::Timeline timeline;
     const std::string order = chunked ? "streamed" : "sequential";
     const std::string what =
         chunked ? "streamed, " + chunks_text(timeline_chunks) : std::string("sequential");
-    const bool ok = checked_run(
-        what + " (timeline)",
-        chunked ? prepare_streamed(job, timeline_chunks, streams, &timeline)
-                : prepare_sequential(job, &timeline),
-        chunked ? std::function<course::Comparison()>(against_sequential) : against_cublas);
+    const auto compare = [&p, chunked] {
+      return chunked ? p.against_sequential() : p.against_cublas();
+    };
+    const bool ok =
+        p.checked_run(what + " (timeline)",
+                      chunked ? prepare_streamed(p.job, timeline_chunks, p.streams, &timeline)
+                              : prepare_sequential(p.job, &timeline),
+                      compare);
     runs.push_back(
         {order, timeline.read(),
          model::simulate(model::issue_order(chunked ? ot::Order::per_chunk : ot::Order::sequential,
-                                            timeline_chunks, times[timeline_chunks]),
+                                            timeline_chunks, p.times[timeline_chunks]),
                          this_gpu)});
     double end = 0;
     for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
-    harness.record_sweep("streamed timeline", params(timeline_chunks, order.c_str()),
-                         what + ", events around every operation", end, flops, check_text(ok));
+    p.harness.record_sweep("streamed timeline", p.params(timeline_chunks, order.c_str()),
+                           what + ", events around every operation", end, p.flops, check_text(ok));
   }
   if (!csv.empty()) {
     const std::string path = ot::timeline_csv_path(csv);
-    ot::write_timeline_csv(path, "15_capstone", gpu.name, timeline_chunks, runs);
+    ot::write_timeline_csv(path, "15_capstone", gpu_name, timeline_chunks, runs);
     std::cout << "  wrote " << path << " (tools/plot_timeline.py)\n";
   }
-  model::print_predictions(
-      std::cout, {model::tesla_c1060(), model::tesla_c2050(), model::tesla_k20(), this_gpu},
-      timeline_chunks, times[timeline_chunks]);
+}
 
-  // ---- The targets: the best streamed run against sequential and against the engine bound
-  // --------
-  if (best == 0 || !sequential_ok) {
+/// The targets: the best streamed run against sequential and against the engine bound.
+void add_streamed_targets(course::Harness& harness, const SweepOutcome& r, bool sequential_ok) {
+  if (r.best == 0 || !sequential_ok) {
     std::cout << "  (no streamed target: the sequential run and a streamed run of 2 or more "
                  "chunks must pass their checks first)\n";
     return;
   }
-  const double speedup = sequential_ms / best_ms;
-  const double of_bound = bound_of[best] / best_ms;
-  const std::string who = "streamed (" + chunks_text(best) + ")";
+  const double speedup = r.sequential_ms / r.best_ms;
+  const double of_bound = r.bound_of.at(r.best) / r.best_ms;
+  const std::string who = "streamed (" + chunks_text(r.best) + ")";
   harness.judged_target(who + " >= " + course::fixed(kMinSpeedup, 2) +
                             " x sequential (sequential time / streamed time)",
                         speedup >= kMinSpeedup, speedup);
@@ -511,6 +582,23 @@ void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
                             " x the engine bound, both copies sharing the link (bound time / "
                             "streamed time)",
                         of_bound >= kMinOfBound, of_bound);
+}
+
+}  // namespace
+
+void run_streamed(course::Harness& harness, const course::DeviceSummary& gpu,
+                  const StreamedSettings& settings, Config config, const std::string& csv) {
+  const model::Gpu this_gpu = ot::model_of_device(gpu.ordinal, gpu.name);
+  print_part2_intro(settings, config, this_gpu);
+  StreamedPart p(harness, settings, config);
+  measure_stage_times(p);
+  const SweepOutcome sweep = run_sweep(p, this_gpu);
+  const int timeline_chunks = sweep.best > 0 ? sweep.best : settings.chunk_counts.back();
+  run_timeline(p, this_gpu, gpu.name, timeline_chunks, csv);
+  model::print_predictions(
+      std::cout, {model::tesla_c1060(), model::tesla_c2050(), model::tesla_k20(), this_gpu},
+      timeline_chunks, p.times[timeline_chunks]);
+  add_streamed_targets(harness, sweep, p.sequential_ok);
 }
 
 }  // namespace capstone

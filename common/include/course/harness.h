@@ -129,6 +129,20 @@ class Harness {
   };
   Measured measure(const Variant& v);
   ResultRow with_ratios(const Measured& m, const Measured* baseline) const;
+  // The steps of finish(), in the order it runs them.
+  std::string reference_label() const;  ///< the reference's name, "reference" when unnamed
+  std::string baseline_label() const;   ///< the baseline's name, "baseline" when unnamed
+  const Measured* find_baseline() const;
+  ResultsTable new_table() const;  ///< empty, with this run's yardstick columns
+  bool all_checks_passed() const;
+  std::vector<std::string> sweep_names() const;  ///< in order of appearance
+  ResultsTable main_table(const Measured* baseline) const;
+  void print_sweeps(const std::vector<std::string>& sweeps, const Measured* baseline) const;
+  void print_main_table(const ResultsTable& table) const;
+  bool write_csv_files(const ResultsTable& table, bool has_sweeps, const Measured* baseline) const;
+  bool write_sweep_csv(const std::string& path, const Measured* baseline) const;
+  void print_headline(const ResultsTable& table) const;
+  void print_targets(const ResultsTable& table) const;
   std::string lesson_;
   CommonOptions options_;
   DeviceSummary device_;

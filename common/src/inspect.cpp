@@ -225,8 +225,10 @@ std::vector<std::string> symbols_in(const std::string& operand) {
 
 }  // namespace
 
-std::vector<PtxInstruction> ptx_instructions(const std::string& body) {
-  // Comments out, then one statement per ';' (braces of inline-asm scopes are not statements).
+namespace {
+
+/// `body` without its // comments.
+std::string without_comments(const std::string& body) {
   std::string text;
   std::istringstream lines(body);
   std::string line;
@@ -235,28 +237,40 @@ std::vector<PtxInstruction> ptx_instructions(const std::string& body) {
     if (comment != std::string::npos) line.resize(comment);
     text += line + "\n";
   }
+  return text;
+}
+
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+}
+
+/// A statement without what may come before its instruction: the braces that open or close
+/// an inline-asm scope, and labels ("$L__BB0_2:": a word, then one colon, never "::").
+std::string without_braces_and_labels(std::string statement) {
+  statement = trimmed(statement);
+  while (!statement.empty() && (statement[0] == '{' || statement[0] == '}')) {
+    statement = trimmed(statement.substr(1));
+  }
+  for (bool label = true; label;) {
+    std::size_t word = 0;
+    while (word < statement.size() && is_word_char(statement[word])) ++word;
+    label = word > 0 && word < statement.size() && statement[word] == ':' &&
+            (word + 1 == statement.size() || statement[word + 1] != ':');
+    if (label) statement = trimmed(statement.substr(word + 1));
+  }
+  return statement;
+}
+
+}  // namespace
+
+std::vector<PtxInstruction> ptx_instructions(const std::string& body) {
+  // Comments out, then one statement per ';' (braces of inline-asm scopes are not statements).
+  const std::string text = without_comments(body);
   std::vector<PtxInstruction> code;
   std::size_t begin = 0;
   for (std::size_t end = text.find(';'); end != std::string::npos;
        begin = end + 1, end = text.find(';', begin)) {
-    std::string statement = text.substr(begin, end - begin);
-    // The braces that open or close an inline-asm scope come before its statements.
-    statement = trimmed(statement);
-    while (!statement.empty() && (statement[0] == '{' || statement[0] == '}')) {
-      statement = trimmed(statement.substr(1));
-    }
-    // Labels ("$L__BB0_2:") before the instruction: a word, then one colon (never "::").
-    for (bool label = true; label;) {
-      std::size_t word = 0;
-      while (word < statement.size() &&
-             (std::isalnum(static_cast<unsigned char>(statement[word])) || statement[word] == '_' ||
-              statement[word] == '$')) {
-        ++word;
-      }
-      label = word > 0 && word < statement.size() && statement[word] == ':' &&
-              (word + 1 == statement.size() || statement[word + 1] != ':');
-      if (label) statement = trimmed(statement.substr(word + 1));
-    }
+    std::string statement = without_braces_and_labels(text.substr(begin, end - begin));
     if (statement.empty() || statement[0] == '.') continue;  // a directive
     if (statement[0] == '@') {                               // a guard predicate
       const std::size_t space = statement.find_first_of(" \t");

@@ -197,6 +197,22 @@ int main(int argc, char** argv) {
           },
       });
     }
+    // --quick only: the multi-stage kernel at the other stage counts too, so that the race
+    // checks (they run --quick) see every instantiation of the waits you wrote.
+    if (options.quick && options.variant.empty()) {
+      for (int s = cuda_barrier::kMinStages; s <= cuda_barrier::kMaxStages; ++s) {
+        if (s == stages) continue;
+        harness.sweep(
+            "stages (--quick)", {{"stages", std::to_string(s)}},
+            {"multi-stage, " + std::to_string(s) + " stages", course::workload::bytes_moved(n),
+             cuda_barrier::prepare_copy_and_compute(in.cspan(), out.span(), Kernel::multi_stage,
+                                                    {gpu.sm_count, kThreads, s}),
+             [&](cudaStream_t st) { course::poison(out.data(), out.bytes(), st); },
+             [&] {
+               return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+             }});
+      }
+    }
     return harness.finish();
   });
 }

@@ -214,6 +214,23 @@ int main(int argc, char** argv) {
                 << " B; emitted: " << (e == emitted.end() ? "?" : e->second)
                 << "; returned: " << alignment::describe_returned(r->second) << "\n";
     }
+    // --quick only: the peeled copy whose body goes at 8 bytes (source and stage 8 apart
+    // modulo 16; no table row takes that path), so that the race checks, which run --quick,
+    // see every copy you wrote.
+    if (options.quick && options.variant.empty()) {
+      const cuda::std::span<const std::uint8_t> in(in_base + 8, n);
+      const cuda::std::span<std::uint8_t> out(out_base + 8, n);
+      harness.sweep(
+          "peeled (--quick)", {{"source", "+8"}, {"stage", "+0"}},
+          {"peeled/src+8/stage+0", 2.0 * static_cast<double>(n),
+           alignment::prepare_staged_copy(Method::peeled, in, out, 0, {gpu.sm_count, kThreads}),
+           [&](cudaStream_t s) { course::poison(out_base, total, s); },
+           [&] {
+             std::vector<std::uint8_t> expected(total, course::kPoisonByte);
+             std::memcpy(expected.data() + 8, host_in.data() + 8, n);
+             return course::compare_exact<std::uint8_t>(expected, bytes_to_host(out_base, total));
+           }});
+    }
     return harness.finish();
   };
   return course::run_driver(flags, argc, argv, options, body, validate);

@@ -223,6 +223,22 @@ int main(int argc, char** argv) {
                 << " stages of 16 KB, " << name(partition) << " partition, one block per SM ("
                 << blocks << " blocks)\n";
     }
+    // --quick only: 1p8c at every other stage count and with the other partition, so that the
+    // race checks (they run --quick) see every instantiation of the helpers you wrote
+    // (stage_buffer is compiled once per stage count).
+    if (options.quick && options.variant.empty()) {
+      for (Partition p : {Partition::role, Partition::producer_count}) {
+        for (int s = producer_consumer::kMinStages; s <= producer_consumer::kMaxStages; ++s) {
+          if (p == partition && s == stages) continue;  // the main table ran it
+          const producer_consumer::Config config{p, s, 1, 8,
+                                                 producer_consumer::kDefaultBatchVectors};
+          const std::string label = std::string(name(p)) + ", " + std::to_string(s) + " stages";
+          harness.sweep("stages (--quick)", {{"partition", name(p)}, {"stages", std::to_string(s)}},
+                        checked(label, producer_consumer::prepare_copy_and_compute(
+                                           in.cspan(), out.span(), config, gpu.sm_count)));
+        }
+      }
+    }
     return harness.finish();
   };
 

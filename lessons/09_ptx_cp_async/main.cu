@@ -152,6 +152,36 @@ int main(int argc, char** argv) {
                                                                {gpu.sm_count * per_sm, kThreads})));
     }
 
+    // ---- --quick only: every form at every other stage count, on a small input (3 batches per
+    // block of 8, the last one partial), so that the race checks, which run --quick, see every
+    // instantiation of the copies and waits you wrote (each stage count compiles its own) ----
+    if (options.quick && options.variant.empty()) {
+      const std::size_t small_n = 8 * 3 * ptx_cp_async::batch_elements(kThreads, 1) - 37;
+      course::DeviceBuffer<std::uint32_t> small_in(small_n), small_out(small_n);
+      course::fill_hash(small_in.span(), /*seed=*/90);
+      std::vector<std::uint32_t> small_expected(small_n);
+      course::workload::reference(course::to_host(small_in.cspan()), small_expected);
+      for (Form form : ptx_cp_async::kForms) {
+        for (int s = ptx_cp_async::kMinStages; s <= ptx_cp_async::kMaxStages; ++s) {
+          if (s == stages) continue;
+          const ptx_cp_async::Config config{form, s, 1};
+          harness.sweep(
+              "stages (--quick)",
+              {{"form", ptx_cp_async::name(form)}, {"stages", std::to_string(s)}},
+              course::Variant{
+                  std::string(ptx_cp_async::name(form)) + ", " + std::to_string(s) + " stages",
+                  course::workload::bytes_moved(small_n),
+                  ptx_cp_async::prepare_copy_and_compute(small_in.cspan(), small_out.span(), config,
+                                                         {8, kThreads}),
+                  [&](cudaStream_t st) { course::poison(small_out.data(), small_out.bytes(), st); },
+                  [&] {
+                    return course::compare_exact<std::uint32_t>(small_expected,
+                                                                course::to_host(small_out.cspan()));
+                  }});
+        }
+      }
+    }
+
     // ---- the tail workload: rows of an awkward length, padding full of garbage ----
     if (wants_prefix("tail-")) {
       const ptx_cp_async::Rows rows{

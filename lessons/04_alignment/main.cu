@@ -194,25 +194,6 @@ void run_spec(course::Harness& harness, ByteArrays& a, std::size_t n, const Vari
             << "; returned: " << alignment::describe_returned(*returned) << "\n";
 }
 
-/// --quick only: the peeled copy whose body goes at 8 bytes (source and stage 8 apart modulo
-/// 16; no table row takes that path), so that the race checks, which run --quick, see every
-/// copy you wrote.
-void run_peeled_at_8(course::Harness& harness, ByteArrays& a, std::size_t n,
-                     const course::DeviceSummary& gpu) {
-  const cuda::std::span<const std::uint8_t> in(a.in_base + 8, n);
-  const cuda::std::span<std::uint8_t> out(a.out_base + 8, n);
-  harness.sweep(
-      "peeled (--quick)", {{"source", "+8"}, {"stage", "+0"}},
-      {"peeled/src+8/stage+0", 2.0 * static_cast<double>(n),
-       alignment::prepare_staged_copy(Method::peeled, in, out, 0, {gpu.sm_count, kThreads}),
-       [&](cudaStream_t st) { course::poison(a.out_base, a.total, st); },
-       [&] {
-         std::vector<std::uint8_t> expected(a.total, course::kPoisonByte);
-         std::memcpy(expected.data() + 8, a.host_in.data() + 8, n);
-         return course::compare_exact<std::uint8_t>(expected, bytes_to_host(a.out_base, a.total));
-       }});
-}
-
 int run(const Settings& s, const std::vector<VariantSpec>& variants,
         const course::DeviceSummary& gpu) {
   const course::CommonOptions& options = s.options;
@@ -245,7 +226,6 @@ int run(const Settings& s, const std::vector<VariantSpec>& variants,
   for (const VariantSpec& spec : variants) {
     run_spec(harness, a, n, spec, s.blocks_per_sm, gpu, emitted);
   }
-  if (options.quick && options.variant.empty()) run_peeled_at_8(harness, a, n, gpu);
   return harness.finish();
 }
 
@@ -267,8 +247,122 @@ int main(int argc, char** argv) {
                    names_of(variants));
   flags.add_int("blocks-per-sm", &settings.blocks_per_sm, 0,
                 "blocks per SM (default 0: as many as fit, asked per kernel; at most 32)");
+<<<<<<< HEAD
   return course::run_driver(
       flags, argc, argv, settings.options,
       [&](const course::DeviceSummary& gpu) { return run(settings, variants, gpu); },
       [&] { validate(settings); });
+=======
+
+  const auto validate = [&] {
+    if (blocks_per_sm > kMaxBlocksPerSm) {
+      throw course::UsageError("--blocks-per-sm must be in [0, " + std::to_string(kMaxBlocksPerSm) +
+                               "], got " + std::to_string(blocks_per_sm));
+    }
+  };
+  const auto body = [&](const course::DeviceSummary& gpu) {
+    const std::size_t n =
+        options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
+    std::cout << "lesson 04 alignment: " << n << " bytes, " << kThreads
+              << " threads per block, batches of " << alignment::kBatchBytes
+              << " bytes; GB/s counts bytes read + bytes written\n";
+
+    std::map<Method, std::string> emitted;
+    std::string target;
+    try {
+      target = read_emitted(gpu, emitted);
+    } catch (const std::exception& e) {
+      std::cout << "(cannot read the PTX of this executable: " << e.what() << ")\n";
+    }
+
+    // Word buffers (hash-filled 4 bytes at a time), used as bytes at an offset.
+    const std::size_t words = (n + kSlack + 3) / 4;
+    course::DeviceBuffer<std::uint32_t> in_words(words), out_words(words);
+    course::fill_hash(in_words.span(), /*seed=*/4);
+    const auto* in_base = reinterpret_cast<const std::uint8_t*>(in_words.data());
+    auto* out_base = reinterpret_cast<std::uint8_t*>(out_words.data());
+    const std::size_t total = out_words.bytes();
+    // A synchronous copy: when it returns, the fill is done too.
+    const std::vector<std::uint8_t> host_in = bytes_to_host(in_base, total);
+    course::DeviceBuffer<unsigned> returned(1);
+
+    course::Harness harness("04_alignment", options, gpu);
+    harness.reference_d2d_copy(out_base, in_base, n);
+    // The roof kernel copies 16-byte vectors: the input's whole vectors (the rate is per byte).
+    harness.roof_sm_copy(out_base, in_base, n - n % 16);
+    harness.baseline("cuda/char/size_t");
+    harness.headline("cuda/char/aligned16");
+    harness.target({"cuda/char/aligned16", 0.80});
+
+    std::cout << "each variant: its launch, where source and stage start modulo 16, the "
+                 "alignment its type or promise needs, what its copy compiled to ("
+              << (target.empty() ? "?" : target)
+              << " PTX of this executable) and what memcpy_async returned:\n";
+    std::map<std::string, unsigned> returned_by_variant;
+    for (const VariantSpec& spec : variants) {
+      // A type or a promise of N bytes needs a size that is a multiple of N.
+      const std::size_t bytes = n - n % alignment::required_alignment(spec.method);
+      const int resident = alignment::max_blocks_per_sm(spec.method, kThreads);
+      const int per_sm = blocks_per_sm > 0 ? blocks_per_sm : resident;
+      // No more blocks than batches: a block without a batch would only start and stop.
+      const std::size_t batches = (bytes + alignment::kBatchBytes - 1) / alignment::kBatchBytes;
+      const int blocks = static_cast<int>(
+          std::max<std::size_t>(1, std::min<std::size_t>(gpu.sm_count * per_sm, batches)));
+      const alignment::LaunchShape shape{blocks, kThreads};
+      const cuda::std::span<const std::uint8_t> in(in_base + spec.offset, bytes);
+      const cuda::std::span<std::uint8_t> out(out_base + spec.offset, bytes);
+      harness.run({
+          spec.name,
+          2.0 * static_cast<double>(bytes),
+          alignment::prepare_staged_copy(spec.method, in, out, spec.stage_offset, shape,
+                                         returned.data()),
+          [&](cudaStream_t s) {
+            course::poison(out_base, total, s);
+            COURSE_CHECK(cudaMemsetAsync(returned.data(), 0, sizeof(unsigned), s));
+          },
+          [&, spec, bytes] {
+            unsigned flags_seen = 0;
+            COURSE_CHECK(
+                cudaMemcpy(&flags_seen, returned.data(), sizeof(unsigned), cudaMemcpyDeviceToHost));
+            returned_by_variant[spec.name] = flags_seen;
+            // Expected: the copied window equals the input, every byte around it is poison.
+            std::vector<std::uint8_t> expected(total, course::kPoisonByte);
+            std::memcpy(expected.data() + spec.offset, host_in.data() + spec.offset, bytes);
+            const auto actual = bytes_to_host(out_base, total);
+            return course::compare_exact<std::uint8_t>(expected, actual);
+          },
+      });
+      const auto r = returned_by_variant.find(spec.name);
+      if (r == returned_by_variant.end()) continue;  // not run (--variant)
+      const std::size_t stage = spec.stage_offset == kMatchSource ? spec.offset : spec.stage_offset;
+      const auto e = emitted.find(spec.method);
+      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
+                << " per SM, at most " << resident << " fit; never more than the " << batches
+                << " batches), " << bytes
+                << " bytes\n      src,stage mod 16 = " << mod16(spec.offset) << "," << mod16(stage)
+                << "; needs " << alignment::required_alignment(spec.method)
+                << " B; emitted: " << (e == emitted.end() ? "?" : e->second)
+                << "; returned: " << alignment::describe_returned(r->second) << "\n";
+    }
+    // --quick only: the peeled copy whose body goes at 8 bytes (source and stage 8 apart
+    // modulo 16; no table row takes that path), so that the race checks, which run --quick,
+    // see every copy you wrote.
+    if (options.quick && options.variant.empty()) {
+      const cuda::std::span<const std::uint8_t> in(in_base + 8, n);
+      const cuda::std::span<std::uint8_t> out(out_base + 8, n);
+      harness.sweep(
+          "peeled (--quick)", {{"source", "+8"}, {"stage", "+0"}},
+          {"peeled/src+8/stage+0", 2.0 * static_cast<double>(n),
+           alignment::prepare_staged_copy(Method::peeled, in, out, 0, {gpu.sm_count, kThreads}),
+           [&](cudaStream_t s) { course::poison(out_base, total, s); },
+           [&] {
+             std::vector<std::uint8_t> expected(total, course::kPoisonByte);
+             std::memcpy(expected.data() + 8, host_in.data() + 8, n);
+             return course::compare_exact<std::uint8_t>(expected, bytes_to_host(out_base, total));
+           }});
+    }
+    return harness.finish();
+  };
+  return course::run_driver(flags, argc, argv, options, body, validate);
+>>>>>>> holes
 }

@@ -222,25 +222,6 @@ void run_warp_sweep(course::Harness& harness, Workload& w, const course::DeviceS
             << blocks << " blocks)\n";
 }
 
-/// --quick only: 1p8c at every other stage count and with the other partition, so that the
-/// race checks (they run --quick) see every instantiation of the helpers you wrote
-/// (stage_buffer is compiled once per stage count).
-void run_other_stage_counts(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
-                            const Settings& s) {
-  for (Partition p : {Partition::role, Partition::producer_count}) {
-    for (int stages = producer_consumer::kMinStages; stages <= producer_consumer::kMaxStages;
-         ++stages) {
-      if (p == s.partition() && stages == s.stages) continue;  // the main table ran it
-      const producer_consumer::Config config{p, stages, 1, 8,
-                                             producer_consumer::kDefaultBatchVectors};
-      const std::string label = std::string(name(p)) + ", " + std::to_string(stages) + " stages";
-      harness.sweep("stages (--quick)", {{"partition", name(p)}, {"stages", std::to_string(stages)}},
-                    w.checked(label, producer_consumer::prepare_copy_and_compute(
-                                         w.in.cspan(), w.out.span(), config, gpu.sm_count)));
-    }
-  }
-}
-
 int run(const Settings& s, const course::DeviceSummary& gpu) {
   const course::CommonOptions& options = s.options;
   const std::size_t n =
@@ -264,7 +245,6 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
   // The warp sweep at one block per SM, only when every variant ran (its speed-ups are
   // relative to the baseline of the main table).
   if (!s.no_sweep && options.variant.empty()) run_warp_sweep(harness, w, gpu, s);
-  if (options.quick && options.variant.empty()) run_other_stage_counts(harness, w, gpu, s);
   return harness.finish();
 }
 
@@ -283,9 +263,165 @@ int main(int argc, char** argv) {
       "one block per SM, the others as many as fit. Then a sweep of producer warps (1, 2,\n"
       "4) x consumer warps (2, 4, 8, 16) at one block per SM; with --csv FILE the sweep\n"
       "goes to FILE with '_sweep' before '.csv'.");
+<<<<<<< HEAD
   add_flags(flags, settings);
   return course::run_driver(
       flags, argc, argv, settings.options,
       [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
       [&] { validate(settings); });
+=======
+  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
+                   variant_names());
+  flags.add_int("stages", &stages, 0,
+                "stages (shared buffers of 16 KB) of every pipelined variant, 2 to 8 (default 4)");
+  flags.add_choice("partition", &partition_text, {"role", "producer-count"},
+                   "how the partitioned pipeline is made: make_pipeline with a pipeline_role "
+                   "per thread, or with the number of producer threads (default role)");
+  flags.add_bool("no-sweep", &no_sweep, "skip the producer/consumer warp sweep");
+
+  auto validate = [&] {
+    if (stages < producer_consumer::kMinStages || stages > producer_consumer::kMaxStages) {
+      throw course::UsageError(
+          "--stages must be in [" + std::to_string(producer_consumer::kMinStages) + ", " +
+          std::to_string(producer_consumer::kMaxStages) + "], got " + std::to_string(stages));
+    }
+  };
+
+  auto body = [&](const course::DeviceSummary& gpu) {
+    const Partition partition =
+        partition_text == "producer-count" ? Partition::producer_count : Partition::role;
+    const std::size_t n =
+        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+    std::cout << "lesson 07 producer_consumer: " << n << " uint32 elements, " << stages
+              << " stages of 16 KB, " << name(partition)
+              << " partition; GB/s counts bytes read + bytes written\n";
+
+    course::DeviceBuffer<std::uint32_t> in(n), out(n);
+    course::fill_hash(in.span(), /*seed=*/7);
+    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
+    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
+    std::vector<std::uint32_t> expected(n);
+    course::workload::reference(host_in, expected);
+
+    course::Harness harness(kLesson, options, gpu);
+    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
+    harness.roof_sm_copy(out.data(), in.data(), in.bytes());
+    harness.baseline(kBaseline);
+    harness.headline(kHeadline);
+    // No numeric target for this lesson: the table reports what the GPU gives.
+
+    // A checked variant: poison the output, run once, compare every element.
+    auto checked = [&](const std::string& name, course::Launch run) {
+      return course::Variant{
+          name,
+          course::workload::bytes_moved(n),
+          std::move(run),
+          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
+          [&] {
+            return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+          },
+      };
+    };
+    auto partitioned_config = [&](int producer_warps, int consumer_warps) {
+      return producer_consumer::Config{partition, stages, producer_warps, consumer_warps,
+                                       producer_consumer::kDefaultBatchVectors};
+    };
+
+    for (const VariantSpec& spec : kVariants) {
+      if (!options.variant.empty() && options.variant != spec.name) continue;
+      int resident = 0;
+      std::string what;
+      // Prepares the launch for `blocks` blocks once the occupancy is known.
+      std::function<course::Launch(int)> prepare;
+      if (spec.kernel == Kernel::register_staged) {
+        const auto g = register_staged::Granularity::coarse;
+        resident = register_staged::max_blocks_per_sm(g, kUnifiedThreads);
+        prepare = [&, g](int blocks) {
+          return register_staged::prepare_copy_and_compute(in.cspan(), out.span(), g,
+                                                           {blocks, kUnifiedThreads});
+        };
+        what = "lesson 01's register-staged kernel, 256 threads, 1 buffer of 16 KB";
+      } else if (spec.kernel == Kernel::partitioned) {
+        const auto config = partitioned_config(spec.producer_warps, spec.consumer_warps);
+        resident = producer_consumer::max_blocks_per_sm(config);
+        prepare = [&, config](int blocks) {
+          return producer_consumer::prepare_copy_and_compute(in.cspan(), out.span(), config,
+                                                             blocks);
+        };
+        what = producer_consumer::describe(config);
+      } else {
+        using pipeline_multi_stage::Interface;
+        const pipeline_multi_stage::Config config{
+            spec.kernel == Kernel::unified_pipeline ? Interface::pipeline : Interface::primitives,
+            stages, kUnifiedVectors};
+        resident = pipeline_multi_stage::max_blocks_per_sm(config, kUnifiedThreads);
+        prepare = [&, config](int blocks) {
+          return pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), config,
+                                                                {blocks, kUnifiedThreads});
+        };
+        what = std::string("lesson 06's unified ") + pipeline_multi_stage::name(config.interface) +
+               " kernel, 256 threads, " + std::to_string(stages) + " stages of 16 KB";
+      }
+      if (resident < 1) {
+        throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
+      }
+      const int per_sm = spec.one_block_per_sm ? 1 : resident;
+      const int blocks = gpu.sm_count * per_sm;
+      std::cout << "  " << spec.name << ": " << blocks << " blocks (" << per_sm
+                << " per SM; at most " << resident << " fit), " << what << "\n";
+      harness.run(checked(spec.name, prepare(blocks)));
+    }
+
+    // The warp sweep at one block per SM, only when every variant ran (its speed-ups are
+    // relative to the baseline of the main table).
+    if (!no_sweep && options.variant.empty()) {
+      const int blocks = gpu.sm_count;
+      for (int producers : kSweepProducerWarps) {
+        for (int consumers : kSweepConsumerWarps) {
+          const auto config = partitioned_config(producers, consumers);
+          const std::string label =
+              std::to_string(producers) + "p" + std::to_string(consumers) + "c";
+          if (producer_consumer::max_blocks_per_sm(config) < 1) {
+            std::cout << "  warp sweep, " << label << ": skipped, one block does not fit\n";
+            continue;
+          }
+          harness.sweep(
+              "warps",
+              {{"partition", name(partition)},
+               {"stages", std::to_string(stages)},
+               {"producer_warps", std::to_string(producers)},
+               {"consumer_warps", std::to_string(consumers)},
+               {"threads_per_block", std::to_string(producer_consumer::threads_per_block(config))},
+               {"copies_per_producer_thread",
+                std::to_string(producer_consumer::copies_per_producer_thread(config))},
+               {"blocks", std::to_string(blocks)}},
+              checked(label, producer_consumer::prepare_copy_and_compute(in.cspan(), out.span(),
+                                                                         config, blocks)));
+        }
+      }
+      std::cout << "Warp sweep: Pp Cc = P producer warps + C consumer warps, " << stages
+                << " stages of 16 KB, " << name(partition) << " partition, one block per SM ("
+                << blocks << " blocks)\n";
+    }
+    // --quick only: 1p8c at every other stage count and with the other partition, so that the
+    // race checks (they run --quick) see every instantiation of the helpers you wrote
+    // (stage_buffer is compiled once per stage count).
+    if (options.quick && options.variant.empty()) {
+      for (Partition p : {Partition::role, Partition::producer_count}) {
+        for (int s = producer_consumer::kMinStages; s <= producer_consumer::kMaxStages; ++s) {
+          if (p == partition && s == stages) continue;  // the main table ran it
+          const producer_consumer::Config config{p, s, 1, 8,
+                                                 producer_consumer::kDefaultBatchVectors};
+          const std::string label = std::string(name(p)) + ", " + std::to_string(s) + " stages";
+          harness.sweep("stages (--quick)", {{"partition", name(p)}, {"stages", std::to_string(s)}},
+                        checked(label, producer_consumer::prepare_copy_and_compute(
+                                           in.cspan(), out.span(), config, gpu.sm_count)));
+        }
+      }
+    }
+    return harness.finish();
+  };
+
+  return course::run_driver(flags, argc, argv, options, body, validate);
+>>>>>>> holes
 }

@@ -190,24 +190,6 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
   });
 }
 
-/// --quick only: the multi-stage kernel at the other stage counts too, so that the race checks
-/// (they run --quick) see every instantiation of the waits you wrote.
-void run_other_stage_counts(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
-                            const Settings& s) {
-  for (int stages = cuda_barrier::kMinStages; stages <= cuda_barrier::kMaxStages; ++stages) {
-    if (stages == s.stages()) continue;
-    harness.sweep(
-        "stages (--quick)", {{"stages", std::to_string(stages)}},
-        {"multi-stage, " + std::to_string(stages) + " stages", course::workload::bytes_moved(w.n),
-         cuda_barrier::prepare_copy_and_compute(w.in.cspan(), w.out.span(), Kernel::multi_stage,
-                                                {gpu.sm_count, kThreads, stages}),
-         [&](cudaStream_t st) { course::poison(w.out.data(), w.out.bytes(), st); },
-         [&] {
-           return course::compare_exact<std::uint32_t>(w.expected, course::to_host(w.out.cspan()));
-         }});
-  }
-}
-
 int run(const Settings& s, const course::DeviceSummary& gpu) {
   const course::CommonOptions& options = s.options;
   const std::size_t n =
@@ -236,7 +218,6 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
     if (!options.variant.empty() && options.variant != spec.name) continue;
     run_spec(harness, w, gpu, s, spec);
   }
-  if (options.quick && options.variant.empty()) run_other_stage_counts(harness, w, gpu, s);
   return harness.finish();
 }
 

@@ -144,36 +144,6 @@ void run_multi_stage(course::Harness& harness, MultiStage& w, const Settings& s,
   }
 }
 
-/// --quick only: every form at every other stage count, on a small input (3 batches per block
-/// of 8, the last one partial), so that the race checks, which run --quick, see every
-/// instantiation of the copies and waits you wrote (each stage count compiles its own).
-void run_every_stage_count(course::Harness& harness, const Settings& s) {
-  const std::size_t small_n = 8 * 3 * ptx_cp_async::batch_elements(kThreads, 1) - 37;
-  course::DeviceBuffer<std::uint32_t> small_in(small_n), small_out(small_n);
-  course::fill_hash(small_in.span(), /*seed=*/90);
-  std::vector<std::uint32_t> small_expected(small_n);
-  course::workload::reference(course::to_host(small_in.cspan()), small_expected);
-  for (Form form : ptx_cp_async::kForms) {
-    for (int stages = ptx_cp_async::kMinStages; stages <= ptx_cp_async::kMaxStages; ++stages) {
-      if (stages == s.stages) continue;
-      const ptx_cp_async::Config config{form, stages, 1};
-      harness.sweep(
-          "stages (--quick)",
-          {{"form", ptx_cp_async::name(form)}, {"stages", std::to_string(stages)}},
-          course::Variant{
-              std::string(ptx_cp_async::name(form)) + ", " + std::to_string(stages) + " stages",
-              course::workload::bytes_moved(small_n),
-              ptx_cp_async::prepare_copy_and_compute(small_in.cspan(), small_out.span(), config,
-                                                     {8, kThreads}),
-              [&](cudaStream_t st) { course::poison(small_out.data(), small_out.bytes(), st); },
-              [&] {
-                return course::compare_exact<std::uint32_t>(small_expected,
-                                                            course::to_host(small_out.cspan()));
-              }});
-    }
-  }
-}
-
 /// The tail workload: rows of an awkward length, the padding full of garbage that must not
 /// leak into the output; each row copied with an `if` around its last chunk or by zero fill.
 void run_tail(course::Harness& harness, const Settings& s) {
@@ -274,7 +244,6 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
   harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
   harness.headline("cg16");
   run_multi_stage(harness, w, s, gpu);
-  if (options.quick && options.variant.empty()) run_every_stage_count(harness, s);
   if (s.wants_prefix("tail-")) run_tail(harness, s);
   if (s.wants_prefix("cache-")) run_cache(harness, s, l2_bytes);
   add_targets(harness);

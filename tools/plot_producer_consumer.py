@@ -28,15 +28,11 @@ import pathlib
 import sys
 import tempfile
 
+# The yardsticks' names and the reading of a ratio column, as in lesson 06's sweep plot.
+from plot_pipeline_sweep import D2D, ROOF, number
+
 REQUIRED = ["gpu", "sweep", "stages", "producer_warps", "consumer_warps", "variant",
             "of_reference", "of_roof", "vs_baseline", "check"]
-D2D = "D2D cudaMemcpy"
-ROOF = "SM copy roof"
-
-
-def number(text):
-    """A ratio column's value, or None when it is empty."""
-    return float(text) if text not in (None, "") else None
 
 
 def read_sweep(path):

@@ -129,8 +129,9 @@ TEST(RegisterStagedSass, NoLdgstsOrBulkCopyInMachineCode) {
       EXPECT_FALSE(course::inspect::uses(f.body, op))
           << f.name << " uses " << op << todos_emitting(op);
     }
-    EXPECT_TRUE(course::inspect::uses(f.body, "BAR"))
-        << f.name << ": no BAR" << concerns_todos({2, 3});
+    // __syncthreads() is barrier 0 (the test-only hooks use another one).
+    EXPECT_TRUE(course::inspect::uses(f.body, "BAR.SYNC.DEFER_BLOCKING 0x0"))
+        << f.name << ": no BAR.SYNC of barrier 0" << concerns_todos({2, 3});
   }
 }
 
@@ -176,6 +177,40 @@ INSTANTIATE_TEST_SUITE_P(
                                          LaunchShape{7, 256}, LaunchShape{264, 256},
                                          LaunchShape{2, 1024})),
     case_name);
+
+// ---- GPU test: the barriers wait for the whole block, not one warp ------------------------
+//
+// A thread computes from its element and its partner, and the two barriers must cover every
+// thread that staged or reads them. With the values alone, a barrier that waits only for the
+// thread's own warp (a __syncwarp) mostly passes: the warps of a block run close together.
+// With a HoldBack every warp but one (a different one in each block) stages each batch late
+// and reads it late, so a warp that waited only for itself reads what the buffer held
+// before (poison, or the previous batch) or refills a buffer others have yet to read.
+
+TEST(GpuRegisterStagedHeldBack, EveryWarpIsWaitedForAtBothBarriers) {
+  if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
+  for (Granularity g : {Granularity::fine, Granularity::coarse}) {
+    for (LaunchShape shape : {LaunchShape{16, 256}, LaunchShape{6, 96}}) {
+      const std::size_t batch = register_staged::batch_elements(g, shape.threads_per_block);
+      for (std::size_t n : course::testing::held_back_sizes(shape.blocks, batch)) {
+        course::DeviceBuffer<std::uint32_t> in(n), out(n);
+        course::fill_hash(in.span(), static_cast<std::uint32_t>(n + 1));
+        course::poison(out.data(), out.bytes());
+        register_staged::prepare_copy_and_compute(
+            in.cspan(), out.span(), g, shape,
+            register_staged::HoldBack{course::testing::kHoldBackNs})(0);
+        COURSE_CHECK(cudaDeviceSynchronize());
+        std::vector<std::uint32_t> expected(n);
+        course::workload::reference(course::to_host(in.cspan()), expected);
+        const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+        ASSERT_TRUE(c.ok()) << name(g) << ", " << shape.blocks << "x" << shape.threads_per_block
+                            << ", n=" << n << ", warps held back: " << c.summary()
+                            << " (does each barrier wait for every warp of the block?)"
+                            << concerns_todos({1, 2, 3});
+      }
+    }
+  }
+}
 
 TEST(GpuRegisterStagedOccupancy, MaxBlocksPerSmIsPositiveAndShrinksWithSharedMemory) {
   if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;

@@ -358,6 +358,45 @@ TEST(GpuCgMemcpyAsyncRefill, HeldBackReadersStillGetTheirBatch) {
                       << concerns_todo(5);
 }
 
+// ---- GPU test: every wait and sync covers the whole block, not one warp -------------------
+//
+// cooperative_groups::memcpy_async splits a batch among the block's threads, and the compute
+// step reads partners copied by other threads: the wait (TODO 2, TODO 4) and the sync before
+// a refill (TODO 5) must cover every warp. A wait that covers only this thread's copies and
+// its own warp (cp.async.wait_group, then __syncwarp or a tile's sync) mostly passes on
+// values alone. With a HoldBack every warp but one (a different one per block) issues its
+// copies late and reads late, so the one warp that runs ahead reads what the buffer held
+// before (poison, or an earlier batch) wherever it reads what another warp copied.
+
+TEST(GpuCgMemcpyAsyncHeldBack, EveryWaitCoversEveryWarp) {
+  if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
+  for (Granularity g : {Granularity::fine, Granularity::coarse}) {
+    for (Buffering b : {Buffering::single, Buffering::double_buffered}) {
+      for (LaunchShape shape : {LaunchShape{16, 256}, LaunchShape{6, 96}}) {
+        const std::size_t batch = batch_elements(g, shape.threads_per_block);
+        for (std::size_t n : course::testing::held_back_sizes(shape.blocks, batch)) {
+          course::DeviceBuffer<std::uint32_t> in(n), out(n);
+          course::fill_hash(in.span(), static_cast<std::uint32_t>(n + 2));
+          course::poison(out.data(), out.bytes());
+          cg_memcpy_async::prepare_copy_and_compute(
+              in.cspan(), out.span(), g, b, shape, {},
+              cg_memcpy_async::HoldBack{course::testing::kHoldBackNs})(0);
+          COURSE_CHECK(cudaDeviceSynchronize());
+          std::vector<std::uint32_t> expected(n);
+          course::workload::reference(course::to_host(in.cspan()), expected);
+          const auto c =
+              course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+          ASSERT_TRUE(c.ok()) << name(g) << "/" << name(b) << ", " << shape.blocks << "x"
+                              << shape.threads_per_block << ", n=" << n
+                              << ", warps held back: " << c.summary()
+                              << " (does every wait and sync cover the whole block?)"
+                              << result_todos(b);
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuCgMemcpyAsyncOccupancy, DoubleBuffersCostOccupancyOnlyThroughSharedMemory) {
   if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
   for (Granularity g : {Granularity::fine, Granularity::coarse}) {

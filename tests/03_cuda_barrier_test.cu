@@ -197,9 +197,15 @@ TEST(CudaBarrierShape, RejectsBadLaunchesBeforeTouchingTheDevice) {
                  std::invalid_argument);
     EXPECT_THROW(prepare_copy_and_compute(src, dst.first(999), k, {1, 256, stages}),
                  std::invalid_argument);
-    // A reader delay is a test knob of the multi-stage kernels only.
+    // A reader delay is a test knob of the multi-stage kernels only, a hold-back one of the
+    // one-stage kernels.
     if (!cuda_barrier::is_multi_stage(k)) {
       EXPECT_THROW(prepare_copy_and_compute(src, dst, k, {1, 256, 1}, {}, ReaderDelay{1000}),
+                   std::invalid_argument);
+    }
+    if (cuda_barrier::is_multi_stage(k) || k == Kernel::system_scope) {
+      EXPECT_THROW(prepare_copy_and_compute(src, dst, k, {1, 256, stages}, {}, {},
+                                            cuda_barrier::HoldBack{1000}),
                    std::invalid_argument);
     }
   }
@@ -527,6 +533,42 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GpuCudaBarrierContract, ::testing::ValuesIn(kA
                          [](const ::testing::TestParamInfo<Kernel>& info) {
                            return std::string(cuda_barrier::kernel_name(info.param));
                          });
+
+// ---- GPU test: the one-stage kernels wait for the whole block, not one warp ----------------
+//
+// compute_batch reads 16-byte vectors whose elements other threads copied (4-byte copies:
+// thread t copies elements t, t + threads, ...; a bulk copy on sm_90: thread 0 copies the
+// whole batch), so the wait for the batch (TODO 5) and the sync before the next copy (TODO 6)
+// must cover every warp. A sync that covers only its own warp (a __syncwarp) mostly passes on
+// values alone. With a HoldBack every warp but one (a different one per block) copies each
+// batch late and reads it late: the warp that runs ahead then starts the next batch's copies
+// while the others have yet to read this one.
+
+TEST(GpuCudaBarrierHeldBack, OneStageKernelsWaitForEveryWarp) {
+  if (const auto reason = course::testing::gpu_unavailable()) GTEST_SKIP() << *reason;
+  for (Kernel kernel :
+       {Kernel::one_stage_words, Kernel::one_stage, Kernel::custom_group, Kernel::two_buffers}) {
+    for (LaunchShape shape : {LaunchShape{16, 256, 1}, LaunchShape{6, 96, 1}}) {
+      const std::size_t batch = cuda_barrier::batch_elements(shape.threads_per_block);
+      for (std::size_t n : course::testing::held_back_sizes(shape.blocks, batch)) {
+        course::DeviceBuffer<std::uint32_t> in(n), out(n);
+        course::fill_hash(in.span(), static_cast<std::uint32_t>(n + 3));
+        course::poison(out.data(), out.bytes());
+        prepare_copy_and_compute(in.cspan(), out.span(), kernel, shape, {}, {},
+                                 cuda_barrier::HoldBack{course::testing::kHoldBackNs})(0);
+        COURSE_CHECK(cudaDeviceSynchronize());
+        std::vector<std::uint32_t> expected(n);
+        course::workload::reference(course::to_host(in.cspan()), expected);
+        const auto c = course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
+        ASSERT_TRUE(c.ok()) << cuda_barrier::kernel_name(kernel) << ", " << shape.blocks << "x"
+                            << shape.threads_per_block << ", n=" << n
+                            << ", warps held back: " << c.summary()
+                            << " (do the wait and the sync cover every warp of the block?)"
+                            << concerns_todos({5, 6});
+      }
+    }
+  }
+}
 
 // ---- GPU tests: the empty barrier is what makes a refill safe ----------------------------
 //

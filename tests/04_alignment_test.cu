@@ -419,12 +419,13 @@ struct Arrays {
   /// every byte around it (up to kSlack past its end) is still poison. Returns the flags.
   ::testing::AssertionResult copy_and_check(Method method, std::size_t offset,
                                             std::size_t stage_offset, std::size_t n,
-                                            LaunchShape shape, unsigned* flags = nullptr) {
+                                            LaunchShape shape, unsigned* flags = nullptr,
+                                            alignment::HoldBack hold = {}) {
     const std::size_t checked = offset + n + (kSlack - 128);
     course::poison(out.data(), checked);
     COURSE_CHECK(cudaMemset(returned.data(), 0, sizeof(unsigned)));
-    staged_copy(method, {in_bytes() + offset, n}, {out_bytes() + offset, n}, stage_offset, shape, 0,
-                returned.data());
+    alignment::prepare_staged_copy(method, {in_bytes() + offset, n}, {out_bytes() + offset, n},
+                                   stage_offset, shape, returned.data(), hold)(0);
     COURSE_CHECK(cudaDeviceSynchronize());
     std::vector<std::uint8_t> actual(checked);
     COURSE_CHECK(cudaMemcpy(actual.data(), out.data(), checked, cudaMemcpyDeviceToHost));
@@ -498,6 +499,46 @@ INSTANTIATE_TEST_SUITE_P(
                                          LaunchShape{7, 256}, LaunchShape{2, 1024},
                                          LaunchShape{264, 256})),
     case_name);
+
+// ---- GPU test: the wait covers the whole block, not one warp -----------------------------
+//
+// The write-back reads the stage in the widest words both addresses allow, so a thread
+// often writes back bytes another thread copied (the copy's split follows the element type
+// and the source's alignment, the write-back's the output's). The wait (TODO 3) must cover
+// every thread's copies and every warp; one that covers only its own warp mostly passes on
+// values alone. With a HoldBack every warp but one (a different one per block) issues its
+// copies late and writes back late: the warp that runs ahead then writes back what the stage
+// held before (poison, or the previous batch) wherever another warp copied.
+
+class GpuAlignmentHeldBack : public course::testing::GpuTestWithParam<Method> {};
+
+TEST_P(GpuAlignmentHeldBack, TheWaitCoversEveryWarp) {
+  const Method method = GetParam();
+  const std::size_t a = required_alignment(method);
+  for (LaunchShape shape : {LaunchShape{16, 256}, LaunchShape{6, 96}}) {
+    const std::vector<std::size_t> sizes = course::testing::held_back_sizes(
+        static_cast<std::size_t>(shape.blocks), alignment::kBatchBytes);
+    Arrays arrays(*std::max_element(sizes.begin(), sizes.end()));
+    for (std::size_t size : sizes) {
+      const std::size_t n = size - size % a;
+      for (std::size_t offset : {std::size_t{0}, source_offsets(method)[1]}) {
+        for (std::size_t stage : {kMatchSource, stage_offsets(method)[2]}) {
+          const std::size_t placed = stage == kMatchSource ? offset % 16 : stage;
+          if (method == Method::cg_char_size_t && (offset ^ placed) % 4 == 2) continue;
+          ASSERT_TRUE(arrays.copy_and_check(method, offset, stage, n, shape, nullptr,
+                                            alignment::HoldBack{course::testing::kHoldBackNs}))
+              << ", warps held back (does the wait cover every warp of the block?)"
+              << result_todos(method, stage);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, GpuAlignmentHeldBack, ::testing::ValuesIn(all_methods()),
+                         [](const ::testing::TestParamInfo<Method>& info) {
+                           return identifier(info.param);
+                         });
 
 // ---- GPU tests: what memcpy_async returned ----------------------------------------------
 

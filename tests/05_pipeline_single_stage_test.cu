@@ -52,12 +52,13 @@ std::string shape_text(LaunchShape s) {
 
 /// Runs `scope` on hash-filled input of `n` elements into a poisoned output and compares
 /// every element with the CPU reference; also checks that the input is unchanged.
-::testing::AssertionResult matches_reference(Scope scope, LaunchShape shape, std::size_t n) {
+::testing::AssertionResult matches_reference(Scope scope, LaunchShape shape, std::size_t n,
+                                             pipeline_single_stage::HoldBack hold = {}) {
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
   const auto seed = static_cast<std::uint32_t>(n * 2 + (scope == Scope::block ? 1 : 0));
   course::fill_hash(in.span(), seed);
   course::poison(out.data(), out.bytes());
-  copy_and_compute(in.cspan(), out.span(), scope, shape, 0);
+  pipeline_single_stage::prepare_copy_and_compute(in.cspan(), out.span(), scope, shape, hold)(0);
   COURSE_CHECK(cudaDeviceSynchronize());
 
   const auto host_in = course::to_host(in.cspan());
@@ -360,6 +361,25 @@ TEST_P(GpuPipelineSingleStageBatches, BlocksWithUnevenOrNoBatches) {
   EXPECT_TRUE(matches_reference(scope, {3, 64}, 5 * kBatch - 9));
   EXPECT_TRUE(matches_reference(scope, {3, 64}, 2 * kBatch));
   EXPECT_TRUE(matches_reference(scope, {8, 64}, 1));
+}
+
+// compute_batch reads each element's partner, which another thread copied: the thread-scope
+// kernel's __syncthreads after the wait (TODO 3) and before the next copy (TODO 4), and the
+// block-scope pipeline's acquire, wait and release (TODOs 6-8), must cover every warp. A
+// sync that covers only its own warp mostly passes on values alone. With a HoldBack every
+// warp but one (a different one per block) copies late and reads late, so the warp that
+// runs ahead reads what the buffer held before wherever another warp copied, or overwrites
+// what the others have yet to read.
+TEST_P(GpuPipelineSingleStageBatches, EveryWaitAndSyncCoversEveryWarp) {
+  const Scope scope = GetParam();
+  for (LaunchShape shape : {LaunchShape{16, 256}, LaunchShape{6, 96}}) {
+    const std::size_t batch = pipeline_single_stage::batch_elements(shape.threads_per_block);
+    for (std::size_t n : course::testing::held_back_sizes(shape.blocks, batch)) {
+      EXPECT_TRUE(matches_reference(scope, shape, n,
+                                    pipeline_single_stage::HoldBack{course::testing::kHoldBackNs}))
+          << " (warps held back: does every wait and sync cover the whole block?)";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Scopes, GpuPipelineSingleStageBatches, ::testing::ValuesIn(kScopes),

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "course/buffers.h"
@@ -49,13 +50,13 @@ std::string todos_of(Interface interface) {
 /// Runs `config` on hash-filled input of `n` elements into a poisoned output and compares
 /// every element with the CPU reference; also checks that the input is unchanged. A failure
 /// names the TODOs the interface's kernel depends on.
-::testing::AssertionResult matches_reference(const Config& config, LaunchShape shape,
-                                             std::size_t n) {
+::testing::AssertionResult matches_reference(const Config& config, LaunchShape shape, std::size_t n,
+                                             pipeline_multi_stage::HoldBack hold = {}) {
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
   const auto seed = static_cast<std::uint32_t>(n * 8 + config.stages);
   course::fill_hash(in.span(), seed);
   course::poison(out.data(), out.bytes());
-  copy_and_compute(in.cspan(), out.span(), config, shape, 0);
+  pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), config, shape, hold)(0);
   COURSE_CHECK(cudaDeviceSynchronize());
 
   const auto host_in = course::to_host(in.cspan());
@@ -465,6 +466,28 @@ TEST_P(GpuPipelineBatchCounts, BlocksWithUnevenOrNoBatches) {
   EXPECT_TRUE(matches_reference(config, {3, 64}, 5 * kBatch - 9));
   EXPECT_TRUE(matches_reference(config, {3, 64}, 2 * kBatch));
   EXPECT_TRUE(matches_reference(config, {8, 64}, 1));
+}
+
+// The compute step reads partners copied by other threads: in the partial last batch every
+// element another thread's 16-byte chunk brought (chunk c holds elements 4c..4c+3, computed
+// by threads 4c..4c+3). So the primitives' __syncthreads after the wait (TODO 6) and the
+// pipeline's waits must cover every warp; one that covers only its own warp mostly passes on
+// values alone. With a HoldBack every warp but one (a different one per block) copies each
+// batch late and reads it late: the warp that runs ahead reads what the buffer held before
+// (poison, or an earlier batch) wherever another warp copied.
+TEST_P(GpuPipelineBatchCounts, EveryWaitAndSyncCoversEveryWarp) {
+  const auto [interface, stages] = GetParam();
+  for (const auto& [shape, vectors] :
+       {std::pair{LaunchShape{16, 256}, 1}, std::pair{LaunchShape{6, 96}, 2}}) {
+    const Config config{interface, stages, vectors};
+    const std::size_t batch =
+        pipeline_multi_stage::batch_elements(shape.threads_per_block, vectors);
+    for (std::size_t n : course::testing::held_back_sizes(shape.blocks, batch)) {
+      EXPECT_TRUE(matches_reference(config, shape, n,
+                                    pipeline_multi_stage::HoldBack{course::testing::kHoldBackNs}))
+          << " (warps held back: does every wait and sync cover the whole block?)";
+    }
+  }
 }
 
 std::string stage_case_name(const ::testing::TestParamInfo<StageCase>& info) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "course/buffers.h"
@@ -43,13 +44,13 @@ std::string todos_of(Form form) {
 /// The multi-stage kernel on hash-filled input of `n` elements into a poisoned output:
 /// every element against the CPU reference, and the input unchanged. A failure names the
 /// TODOs (partial batches also depend on the zero fill and ignore-src, TODOs 3 and 4).
-::testing::AssertionResult matches_reference(const Config& config, LaunchShape shape,
-                                             std::size_t n) {
+::testing::AssertionResult matches_reference(const Config& config, LaunchShape shape, std::size_t n,
+                                             ptx_cp_async::HoldBack hold = {}) {
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
   const auto seed = static_cast<std::uint32_t>(n * 16 + config.stages);
   course::fill_hash(in.span(), seed);
   course::poison(out.data(), out.bytes());
-  ptx_cp_async::copy_and_compute(in.cspan(), out.span(), config, shape, 0);
+  ptx_cp_async::prepare_copy_and_compute(in.cspan(), out.span(), config, shape, hold)(0);
   COURSE_CHECK(cudaDeviceSynchronize());
   const auto host_in = course::to_host(in.cspan());
   std::vector<std::uint32_t> expected(n);
@@ -624,6 +625,28 @@ TEST_P(GpuPtxCpAsyncBatchCounts, AroundTheStageCount) {
   // Blocks with uneven batch counts and blocks with none.
   EXPECT_TRUE(matches_reference(config, {3, 64}, 5 * kBatch - 9));
   EXPECT_TRUE(matches_reference(config, {8, 64}, 1));
+}
+
+// The compute step reads 16-byte vectors and each element's partner: the 4- and 8-byte forms
+// copy pieces that threads of other warps read (piece p of thread t is piece p * threads + t),
+// and so does every form in the last, partial batch (element by element). So the wait for a
+// batch (TODO 7) must end with a barrier of the whole block, which also keeps a refill off a
+// buffer that slower warps still read. One that covers only its own warp mostly passes on
+// values alone. With a HoldBack every warp but one (a different one per block) copies late
+// and reads late: the warp that runs ahead reads what the buffer held before (poison, or an
+// earlier batch), or refills a buffer the others have yet to read.
+TEST_P(GpuPtxCpAsyncBatchCounts, TheWaitCoversEveryWarp) {
+  const auto [form, stages] = GetParam();
+  for (const auto& [shape, vectors] :
+       {std::pair{LaunchShape{16, 256}, 1}, std::pair{LaunchShape{6, 96}, 2}}) {
+    const Config config{form, stages, vectors};
+    const std::size_t batch = ptx_cp_async::batch_elements(shape.threads_per_block, vectors);
+    for (std::size_t n : course::testing::held_back_sizes(shape.blocks, batch)) {
+      EXPECT_TRUE(
+          matches_reference(config, shape, n, ptx_cp_async::HoldBack{course::testing::kHoldBackNs}))
+          << " (warps held back: does the wait end with a barrier of the whole block?)";
+    }
+  }
 }
 
 std::string stage_case_name(const ::testing::TestParamInfo<StageCase>& info) {

@@ -62,6 +62,11 @@ __device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t*
   }
 }
 
+/// Tests only: every warp of a block but one waits before it stages a batch and before it
+/// reads one (course::batches::hold_back), so that a barrier that waits only for its own
+/// warp shows in the values. The default, 0 ns, holds nobody back.
+using course::batches::HoldBack;
+
 /// Validates the arguments and sets the kernel's shared-memory attribute, then returns the
 /// launch: calling it with a stream runs the copy-and-compute workload (course/workload.h)
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, staging each batch
@@ -73,7 +78,7 @@ __device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t*
 /// For an empty input the launch does nothing.
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Granularity granularity,
-                                        LaunchShape shape);
+                                        LaunchShape shape, HoldBack hold = {});
 
 /// prepare_copy_and_compute(in, out, granularity, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,

@@ -11,7 +11,7 @@
 namespace register_staged {
 namespace {
 
-using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t);
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, unsigned);
 
 /// The kernel for `granularity`, allowed `shared` bytes of dynamic shared memory (beyond
 /// 48 KB a kernel must opt in, also for the occupancy query).
@@ -28,7 +28,7 @@ Kernel opted_in_kernel(Granularity granularity, std::size_t shared) {
 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Granularity granularity,
-                                        LaunchShape shape) {
+                                        LaunchShape shape, HoldBack hold) {
   const std::string where = "register_staged::copy_and_compute";
   course::require_copy_launch(where, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   if (granularity == Granularity::coarse) {
@@ -42,8 +42,9 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   const std::uint32_t* src = in.data();
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
+  const unsigned hold_ns = hold.nanoseconds;
   return [=](cudaStream_t stream) {
-    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n);
+    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, hold_ns);
     COURSE_CHECK_LAUNCH();
   };
 }

@@ -33,6 +33,10 @@ using register_staged::batch_elements;
 
 /// Tests only: how long the double-buffered kernel holds back the readers of a batch.
 using course::batches::ReaderDelay;
+/// Tests only: every warp of a block but one waits before it copies a batch and before it
+/// reads one (course::batches::hold_back), so that a wait or sync that covers only its own
+/// warp shows in the values. The default, 0 ns, holds nobody back.
+using course::batches::HoldBack;
 
 /// How many batches a block has in shared memory at once.
 enum class Buffering {
@@ -76,7 +80,7 @@ __host__ __device__ constexpr std::size_t shared_bytes(Granularity granularity, 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Granularity granularity,
                                         Buffering buffering, LaunchShape shape,
-                                        ReaderDelay delay = {});
+                                        ReaderDelay delay = {}, HoldBack hold = {});
 
 /// prepare_copy_and_compute(in, out, granularity, buffering, shape), launched at once on
 /// `stream`.

@@ -11,7 +11,7 @@
 namespace cg_memcpy_async {
 namespace {
 
-using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, unsigned);
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, unsigned, unsigned);
 
 Kernel kernel_for(Granularity granularity, Buffering buffering) {
   const bool single = buffering == Buffering::single;
@@ -36,7 +36,8 @@ Kernel opted_in_kernel(Granularity granularity, Buffering buffering, std::size_t
 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Granularity granularity,
-                                        Buffering buffering, LaunchShape shape, ReaderDelay delay) {
+                                        Buffering buffering, LaunchShape shape, ReaderDelay delay,
+                                        HoldBack hold) {
   const std::string where = "cg_memcpy_async::copy_and_compute";
   course::require_copy_launch(where, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   if (granularity == Granularity::coarse) {
@@ -51,8 +52,10 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
   const unsigned delay_ns = delay.nanoseconds;
+  const unsigned hold_ns = hold.nanoseconds;
   return [=](cudaStream_t stream) {
-    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, delay_ns);
+    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, delay_ns,
+                                                                      hold_ns);
     COURSE_CHECK_LAUNCH();
   };
 }

@@ -76,6 +76,11 @@ struct LaunchShape {
 /// copy refills the whole stage). 0, the default, holds nobody back.
 using course::batches::ReaderDelay;
 
+/// Tests only: the one-stage kernels hold back every warp of a block but one before it copies
+/// a batch and before it reads one (course::batches::hold_back), so that a wait or sync that
+/// covers only its own warp shows in the values. 0, the default, holds nobody back.
+using course::batches::HoldBack;
+
 /// Elements one block stages per batch: threads x kElementsPerThread (whole groups of 32).
 __host__ __device__ constexpr std::size_t batch_elements(int threads_per_block) {
   return static_cast<std::size_t>(threads_per_block) * kElementsPerThread;
@@ -118,14 +123,16 @@ const char* kernel_name(Kernel kernel);
 /// `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of 32;
 /// blocks >= 1; stages is 1, or kMinStages..kMaxStages for the multi-stage kernels; both
 /// arrays are 16-byte aligned (the aligned copies promise it); `report` is empty or holds
-/// kReportSlots elements; a non-zero `delay` only for the multi-stage kernels. Then: the
+/// kReportSlots elements; a non-zero `delay` only for the multi-stage kernels, a non-zero
+/// `hold` only for the one-stage ones (one_stage_words, one_stage, custom_group,
+/// two_buffers). Then: the
 /// shared memory fits the device (std::invalid_argument otherwise), and the kernel may use
 /// it (cudaFuncSetAttribute). An empty input prepares a launch that enqueues nothing.
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Kernel kernel,
                                         LaunchShape shape,
                                         cuda::std::span<std::uint32_t> report = {},
-                                        ReaderDelay delay = {});
+                                        ReaderDelay delay = {}, HoldBack hold = {});
 
 /// prepare_copy_and_compute(in, out, kernel, shape, report) run at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,

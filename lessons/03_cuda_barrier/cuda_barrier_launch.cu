@@ -18,32 +18,35 @@
 namespace cuda_barrier {
 namespace {
 
-// ---- Entry points: one signature for every kernel (only the multi-stage ones delay) -----
+// ---- Entry points: one signature for every kernel -----------------------------------------
+// The last argument is a test hook's delay, 0 in every normal run: the multi-stage kernels'
+// ReaderDelay, the one-stage kernels' HoldBack (course::batches::hold_back).
 
 __global__ void __launch_bounds__(device::kMaxThreads)
     one_stage_words_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
-                           std::size_t n, std::uint32_t* report, unsigned) {
-  one_stage<Copy::words>(cooperative_groups::this_thread_block(), in, out, n, report);
+                           std::size_t n, std::uint32_t* report, unsigned hold_ns) {
+  one_stage<Copy::words>(cooperative_groups::this_thread_block(), in, out, n, report, hold_ns);
 }
 
 __global__ void __launch_bounds__(device::kMaxThreads)
     one_stage_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
-                     std::size_t n, std::uint32_t* report, unsigned) {
-  one_stage<Copy::aligned>(cooperative_groups::this_thread_block(), in, out, n, report);
+                     std::size_t n, std::uint32_t* report, unsigned hold_ns) {
+  one_stage<Copy::aligned>(cooperative_groups::this_thread_block(), in, out, n, report, hold_ns);
 }
 
 /// one_stage with a group type of our own (device::OneDimensionalBlock) instead of
 /// this_thread_block(): the same copies, a few instructions fewer for the rank.
 __global__ void __launch_bounds__(device::kMaxThreads)
     custom_group_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
-                        std::size_t n, std::uint32_t* report, unsigned) {
-  one_stage<Copy::aligned>(device::OneDimensionalBlock{}, in, out, n, report);
+                        std::size_t n, std::uint32_t* report, unsigned hold_ns) {
+  one_stage<Copy::aligned>(device::OneDimensionalBlock{}, in, out, n, report, hold_ns);
 }
 
 __global__ void __launch_bounds__(device::kMaxThreads)
     two_buffers_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
-                       std::size_t n, std::uint32_t* report, unsigned) {
-  one_stage<Copy::two_buffers>(cooperative_groups::this_thread_block(), in, out, n, report);
+                       std::size_t n, std::uint32_t* report, unsigned hold_ns) {
+  one_stage<Copy::two_buffers>(cooperative_groups::this_thread_block(), in, out, n, report,
+                               hold_ns);
 }
 
 /// system_scope: the same calls with a cuda::barrier<cuda::thread_scope_system> (a software
@@ -181,7 +184,7 @@ static_assert(static_cast<std::uint32_t>(cuda::async_contract_fulfillment::none)
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Kernel kernel,
                                         LaunchShape shape, cuda::std::span<std::uint32_t> report,
-                                        ReaderDelay delay) {
+                                        ReaderDelay delay, HoldBack hold) {
   course::require_copy_launch(kWhere, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   require_stages(kernel, shape.stages, kWhere);
   course::require(aligned16(in.data()) && aligned16(out.data()), kWhere,
@@ -191,6 +194,9 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                       std::to_string(report.size()));
   course::require(delay.nanoseconds == 0 || is_multi_stage(kernel), kWhere,
                   "a reader delay is for the multi-stage kernels only");
+  course::require(
+      hold.nanoseconds == 0 || (!is_multi_stage(kernel) && kernel != Kernel::system_scope), kWhere,
+      "a hold-back is for the one-stage kernels only");
   if (in.empty()) return [](cudaStream_t) {};
 
   const KernelFunction f = kernel_function(kernel, shape.stages);
@@ -213,7 +219,7 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
   std::uint32_t* slots = report.empty() ? nullptr : report.data();
-  const unsigned delay_ns = delay.nanoseconds;
+  const unsigned delay_ns = delay.nanoseconds + hold.nanoseconds;  // at most one is not 0
   return [f, shape, shared, src, dst, n, slots, delay_ns](cudaStream_t stream) {
     f<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, slots, delay_ns);
     COURSE_CHECK_LAUNCH();

@@ -29,6 +29,7 @@ struct StageArgs {
   std::size_t n;
   unsigned stage_offset;  // where the staging buffer starts, past a 128-byte boundary
   unsigned* returned;     // Returned flags of every memcpy_async call, or nullptr
+  unsigned hold_ns;       // tests only, 0 otherwise: course::batches::hold_back
 };
 
 __device__ std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
@@ -163,6 +164,8 @@ __device__ void staged_copy_body(const StageArgs& args) {
     NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
   }
   block.sync();
+  // Tests only: all of the dynamic shared memory (shared_bytes(), a host function).
+  course::batches::poison_shared(dynamic_shared, kBatchBytes + 2 * kStageBoundary, args.hold_ns);
 
   unsigned returned = 0;
   const std::size_t batches = (args.n + kBatchBytes - 1) / kBatchBytes;
@@ -170,12 +173,14 @@ __device__ void staged_copy_body(const StageArgs& args) {
   for (std::size_t b = blockIdx.x; b < batches; b += gridDim.x) {
     const std::size_t first = b * kBatchBytes;
     const std::size_t count = args.n - first < kBatchBytes ? args.n - first : kBatchBytes;
+    course::batches::hold_back(args.hold_ns);  // tests only: every warp but one copies late
     if constexpr (A == Api::peeled) {
       returned |= copy_peeled(block, stage, args.in + first, count, bar);
     } else {
       returned |= issue_copy<A, T, Promise>(block, stage, args.in + first, count, bar);
     }
     wait_for_copy<A>(block, bar);
+    course::batches::hold_back(args.hold_ns);  // tests only: every warp but one reads late
     write_back(block, args.out + first, stage, count);
     block.sync();  // nobody reads the stage any more: the next batch may overwrite it
   }

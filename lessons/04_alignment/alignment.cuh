@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 
+#include "course/batches.cuh"
 #include "course/launch.h"
 
 namespace alignment {
@@ -180,6 +181,11 @@ inline std::string describe_returned(unsigned flags) {
   return text;
 }
 
+/// Tests only: every warp of a block but one waits before it issues a batch's copy and
+/// before it writes the batch back (course::batches::hold_back), so that a wait that covers
+/// only its own warp (TODO 3) shows in the values. 0, the default, holds nobody back.
+using course::batches::HoldBack;
+
 /// Validates the arguments, then returns the launch: calling it with a stream copies `in`
 /// to `out` (out[i] = in[i]) through shared memory, issuing each batch's global -> shared
 /// copy with `method`. The staging buffer starts stage_offset_for(in.data(), stage_offset)
@@ -197,7 +203,8 @@ inline std::string describe_returned(unsigned flags) {
 /// does nothing.
 course::Launch prepare_staged_copy(Method method, cuda::std::span<const std::uint8_t> in,
                                    cuda::std::span<std::uint8_t> out, std::size_t stage_offset,
-                                   LaunchShape shape, unsigned* returned = nullptr);
+                                   LaunchShape shape, unsigned* returned = nullptr,
+                                   HoldBack hold = {});
 
 /// prepare_staged_copy(method, in, out, stage_offset, shape, returned), launched at once on
 /// `stream`.

@@ -74,7 +74,7 @@ Split split_at_alignment(std::uintptr_t first, std::size_t count, std::size_t al
 
 course::Launch prepare_staged_copy(Method method, cuda::std::span<const std::uint8_t> in,
                                    cuda::std::span<std::uint8_t> out, std::size_t stage_offset,
-                                   LaunchShape shape, unsigned* returned) {
+                                   LaunchShape shape, unsigned* returned, HoldBack hold) {
   const Kernel kernel = kernel_for(method);  // throws for a method that does not exist
   const std::string where = std::string("alignment::staged_copy(") + info(method).name + ")";
   course::require_copy_launch(where, in.size(), out.size(), shape.blocks, shape.threads_per_block,
@@ -106,7 +106,8 @@ course::Launch prepare_staged_copy(Method method, cuda::std::span<const std::uin
                     "wrongly");
   }
   if (in.empty()) return [](cudaStream_t) {};
-  const StageArgs args{in.data(), out.data(), in.size(), static_cast<unsigned>(offset), returned};
+  const StageArgs args{in.data(), out.data(),      in.size(), static_cast<unsigned>(offset),
+                       returned,  hold.nanoseconds};
   return [=](cudaStream_t stream) {
     kernel<<<shape.blocks, shape.threads_per_block, shared_bytes(), stream>>>(args);
     COURSE_CHECK_LAUNCH();

@@ -87,7 +87,7 @@ __device__ void copy_my_share(ThreadPipeline& pipe, std::uint32_t* staged, const
 
 __global__ void __launch_bounds__(kMaxThreads)
     thread_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
-                        std::size_t n) {
+                        std::size_t n, unsigned hold_ns) {
   // uint4: the buffer is 16-byte aligned for the 16-byte copies and vector reads.
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
@@ -97,12 +97,15 @@ __global__ void __launch_bounds__(kMaxThreads)
   ThreadPipeline pipe = cuda::make_pipeline();
 
   const std::size_t batch = batch_elements(blockDim.x);
+  // Tests only (hold_ns > 0, else nothing): course::batches::hold_back.
+  course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);
   // Block b owns batches b, b + grid, ... (any grid size works). The count depends only on
   // the block: every thread runs the same iterations and reaches the same __syncthreads().
   const std::size_t mine =
       batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
 
     // TODO 2: the producer side: acquire the stage before copy_my_share() starts this
     //         thread's copies, and commit them after it. At thread scope producer_acquire()
@@ -115,6 +118,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     //         partner, which another thread copied: then make every thread's copies
     //         visible to the whole block with __syncthreads().
 
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch(staged, out, b, batch, n);
 
     // TODO 4: release the stage (consumer_release(), again nothing at thread scope), and
@@ -140,7 +144,7 @@ __device__ void copy_batch(const Group& block, BlockPipeline& pipe, std::uint32_
 
 __global__ void __launch_bounds__(kMaxThreads)
     block_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
-                       std::size_t n) {
+                       std::size_t n, unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
 
@@ -153,6 +157,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   BlockPipeline pipe = cuda::make_pipeline(block, &state);
 
   const std::size_t batch = batch_elements(blockDim.x);
+  course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);  // tests only
   // As above: the loop depends only on the block, so every thread acquires, commits, waits
   // and releases the same number of times. The stage barriers count threads: one thread
   // short, and everybody waits for ever.
@@ -160,6 +165,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
 
     // TODO 6: the producer side: producer_acquire() before copy_batch() (with one stage it
     //         waits until EVERY thread released the previous batch), producer_commit()
@@ -170,6 +176,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     // TODO 7: the consumer side: consumer_wait() until every thread's copies of the stage
     //         have landed. No __syncthreads(): the stage barrier counted every thread.
 
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch(staged, out, b, batch, n);
 
     // TODO 8: this thread no longer reads `staged`: consumer_release(). The next

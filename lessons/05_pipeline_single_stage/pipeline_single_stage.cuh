@@ -77,6 +77,11 @@ __host__ __device__ constexpr std::size_t pipeline_shared_state_bytes(int stages
   return 16 * static_cast<std::size_t>(stages) + 8;
 }
 
+/// Tests only: every warp of a block but one waits before it copies a batch and before it
+/// reads one (course::batches::hold_back), so that a wait or a sync that covers only its own
+/// warp shows in the values. 0, the default, holds nobody back.
+using course::batches::HoldBack;
+
 /// Validates the arguments and sets the kernel's shared-memory attribute, then returns the
 /// launch: calling it with a stream runs the copy-and-compute workload (course/workload.h)
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, staging each batch in
@@ -88,7 +93,7 @@ __host__ __device__ constexpr std::size_t pipeline_shared_state_bytes(int stages
 /// `aligned_size_t<16>` promise it). For an empty input the launch does nothing.
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Scope scope,
-                                        LaunchShape shape);
+                                        LaunchShape shape, HoldBack hold = {});
 
 /// prepare_copy_and_compute(in, out, scope, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,

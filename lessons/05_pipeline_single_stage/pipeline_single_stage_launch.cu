@@ -11,7 +11,7 @@
 namespace pipeline_single_stage {
 namespace {
 
-using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t);
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, unsigned);
 
 /// The kernel of `scope`; throws std::invalid_argument for a value that is not a Scope.
 Kernel kernel_for(Scope scope, const std::string& where) {
@@ -39,7 +39,7 @@ void allow_shared(Kernel kernel, std::size_t shared) {
 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, Scope scope,
-                                        LaunchShape shape) {
+                                        LaunchShape shape, HoldBack hold) {
   const std::string where = "pipeline_single_stage::copy_and_compute";
   course::require_copy_launch(where, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   const Kernel kernel = kernel_for(scope, where);
@@ -52,8 +52,9 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   const std::uint32_t* src = in.data();
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
+  const unsigned hold_ns = hold.nanoseconds;
   return [=](cudaStream_t stream) {
-    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n);
+    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, hold_ns);
     COURSE_CHECK_LAUNCH();
   };
 }

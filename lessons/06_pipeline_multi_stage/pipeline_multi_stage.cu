@@ -68,14 +68,16 @@ __device__ void copy_batch(const Group& block, std::uint32_t* buffer, const std:
   (void)block; (void)buffer; (void)in; (void)b; (void)batch; (void)pipe;
 }
 
+/// `hold_ns` (both kernels) is for tests only, 0 otherwise: course::batches::hold_back.
 template <int Stages>
 __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
                                 std::uint32_t* __restrict__ out, std::size_t n,
-                                int vectors_per_thread) {
+                                int vectors_per_thread, unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];  // Stages batches; uint4: 16-byte aligned
   std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
+  course::batches::poison_shared(buffers, Stages * batch * sizeof(std::uint32_t), hold_ns);
 
   // Two mbarriers per stage ("produced", "consumed") and a reference count. Every thread
   // of the block must call make_pipeline: thread 0 initialises the state, then the block
@@ -86,6 +88,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
 
   std::size_t fetched = 0;  // batches whose copies have been issued (and committed)
   for (std::size_t k = 0; k < mine; ++k) {
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
     // TODO 2: producer side. Afterwards every batch below min(k + Stages, mine) has been
     //         issued (into buffer fetched % Stages) and committed, each in its own stage,
     //         and no stage was refilled before every thread had released it.
@@ -94,6 +97,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
     // TODO 3: consumer side. Afterwards every thread's copies of batch k (the oldest
     //         stage) have landed in shared memory.
 
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch(buffers + (k % Stages) * batch, out, batch_of_block(k, batch, n), batch, n);
 
     // TODO 4: this thread is done reading batch k: afterwards its stage may be refilled
@@ -124,17 +128,21 @@ __device__ void start_batch(uint4* buffer, const std::uint32_t* in, std::size_t 
 template <int Stages, int Ahead>
 __device__ void primitives_schedule(const std::uint32_t* __restrict__ in,
                                     std::uint32_t* __restrict__ out, std::size_t n,
-                                    int vectors_per_thread) {
+                                    int vectors_per_thread, unsigned hold_ns) {
   static_assert(Stages >= kMinStages && Stages <= kMaxStages, "2 to 8 stages");
   extern __shared__ uint4 shared_storage[];  // Stages batches of uint4
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
   const std::size_t vectors_per_batch = batch / 4;
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
   auto buffer = [&](std::size_t k) { return shared_storage + (k % Stages) * vectors_per_batch; };
+  course::batches::poison_shared(shared_storage, Stages * batch * sizeof(std::uint32_t), hold_ns);
 
   // Prologue: start the first Ahead batches, one group each (empty when the block has
   // fewer batches: the group count stays the same in every thread).
-  for (int k = 0; k < Ahead; ++k) start_batch(buffer(k), in, k, mine, batch, n, vectors_per_thread);
+  for (int k = 0; k < Ahead; ++k) {
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+    start_batch(buffer(k), in, k, mine, batch, n, vectors_per_thread);
+  }
 
   for (std::size_t k = 0; k < mine; ++k) {
     // TODO 6: afterwards batch k is in shared memory and visible to every thread of the
@@ -145,8 +153,10 @@ __device__ void primitives_schedule(const std::uint32_t* __restrict__ in,
 
     // Refill buffer (k + Ahead) % Stages. With Ahead = Stages - 1 that is the buffer of
     // batch k - 1, which every thread finished reading before it passed the barrier.
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
     start_batch(buffer(k + Ahead), in, k + Ahead, mine, batch, n, vectors_per_thread);
 
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch(reinterpret_cast<const std::uint32_t*>(buffer(k)), out,
                   batch_of_block(k, batch, n), batch, n);
   }
@@ -155,8 +165,8 @@ __device__ void primitives_schedule(const std::uint32_t* __restrict__ in,
 template <int Stages>
 __global__ void primitives_kernel(const std::uint32_t* __restrict__ in,
                                   std::uint32_t* __restrict__ out, std::size_t n,
-                                  int vectors_per_thread) {
-  primitives_schedule<Stages, batches_ahead(Stages)>(in, out, n, vectors_per_thread);
+                                  int vectors_per_thread, unsigned hold_ns) {
+  primitives_schedule<Stages, batches_ahead(Stages)>(in, out, n, vectors_per_thread, hold_ns);
 }
 
 // ---- 3. DELIBERATELY BROKEN: one stage too many -------------------------------------------
@@ -172,8 +182,8 @@ __global__ void primitives_kernel(const std::uint32_t* __restrict__ in,
 template <int Stages>
 __global__ void one_stage_too_many_kernel(const std::uint32_t* __restrict__ in,
                                           std::uint32_t* __restrict__ out, std::size_t n,
-                                          int vectors_per_thread) {
-  primitives_schedule<Stages, Stages>(in, out, n, vectors_per_thread);
+                                          int vectors_per_thread, unsigned hold_ns) {
+  primitives_schedule<Stages, Stages>(in, out, n, vectors_per_thread, hold_ns);
 }
 
 }  // namespace

@@ -111,6 +111,11 @@ __host__ __device__ constexpr int groups_allowed_pending(int ahead) { return ahe
 /// initialised; course::batches::copy_tail_chunk_zero_fill() uses it.
 using course::batches::zero_fill_bytes;
 
+/// Tests only: every warp of a block but one waits before it copies a batch and before it
+/// reads one (course::batches::hold_back), so that a wait or a sync that covers only its own
+/// warp shows in the values. 0, the default, holds nobody back.
+using course::batches::HoldBack;
+
 /// Validates the arguments, sets the kernel's shared-memory attribute and picks the kernel
 /// instantiation, then returns the launch: calling it with a stream runs the
 /// copy-and-compute workload (course/workload.h) on that stream,
@@ -125,7 +130,7 @@ using course::batches::zero_fill_bytes;
 /// call throws course::CudaError. For an empty input the launch does nothing.
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
-                                        LaunchShape shape);
+                                        LaunchShape shape, HoldBack hold = {});
 
 /// prepare_copy_and_compute(in, out, config, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,

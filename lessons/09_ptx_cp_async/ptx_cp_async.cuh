@@ -138,6 +138,11 @@ __host__ __device__ constexpr unsigned batch_parity(std::size_t k, int stages) {
   return static_cast<unsigned>((k / static_cast<std::size_t>(stages)) & 1u);
 }
 
+/// Tests only: every warp of a block but one waits before it starts a batch's copies and
+/// before it reads a batch (course::batches::hold_back), so that a wait that covers only its
+/// own warp (TODO 7) shows in the values. 0, the default, holds nobody back.
+using course::batches::HoldBack;
+
 /// Validates the arguments, sets the kernel's shared-memory attribute and picks the kernel,
 /// then returns the launch: calling it with a stream runs the copy-and-compute workload
 /// (course/workload.h), out[i] = combine(in[i], in[partner_index(i, n)]) for every i.
@@ -149,7 +154,7 @@ __host__ __device__ constexpr unsigned batch_parity(std::size_t k, int stages) {
 /// otherwise). For an empty input the launch does nothing.
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
-                                        LaunchShape shape);
+                                        LaunchShape shape, HoldBack hold = {});
 
 /// prepare_copy_and_compute(in, out, config, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,

@@ -21,16 +21,22 @@ namespace {
 //   k = 0:    compute   copy 1   copy 2   copy 3
 //   k = 1:    copy 4    compute  copy 2   copy 3     buffer 0 is refilled only after every
 //   k = 2:    copy 4    copy 5   compute  copy 3     thread finished computing batch 0
+//
+// `hold_ns` is for tests only, 0 otherwise (course::batches::hold_back): every warp but one
+// waits before it starts a batch's copies and before it reads a batch, so that a wait that
+// covers only its own warp (TODO 7: the copies of 4 and 8 bytes, and the last batch's pieces,
+// are read by threads of other warps) reads stale data or lets a refill overwrite it.
 template <Form F, int Stages>
 __global__ void multi_stage_kernel(const std::uint32_t* __restrict__ in,
                                    std::uint32_t* __restrict__ out, std::size_t n,
-                                   int vectors_per_thread) {
+                                   int vectors_per_thread, unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];   // Stages batches
   __shared__ std::uint64_t barriers[Stages];  // the mbarrier forms: one per stage
   constexpr int kAhead = Stages - 1;
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
   auto buffer = [&](std::size_t k) { return shared_storage + (k % Stages) * (batch / 4); };
+  course::batches::poison_shared(shared_storage, Stages * batch * sizeof(std::uint32_t), hold_ns);
   if constexpr (uses_mbarrier(F)) {
     // Every thread arrives once per batch (its cp.async.mbarrier.arrive, and for the form
     // without .noinc an ordinary arrive as well): the expected count is the block size.
@@ -40,13 +46,16 @@ __global__ void multi_stage_kernel(const std::uint32_t* __restrict__ in,
     __syncthreads();  // nobody arrives on a barrier before it is initialised
   }
   for (int k = 0; k < kAhead; ++k) {
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
     start_batch<F>(buffer(k), in, k, mine, batch, n, vectors_per_thread, &barriers[k % Stages]);
   }
   for (std::size_t k = 0; k < mine; ++k) {
     wait_for_batch<F, Stages>(barriers, k);
     // Refill the buffer of batch k - 1, which every thread finished before the wait's barrier.
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
     start_batch<F>(buffer(k + kAhead), in, k + kAhead, mine, batch, n, vectors_per_thread,
                    &barriers[(k + kAhead) % Stages]);
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     course::batches::compute_batch(reinterpret_cast<const std::uint32_t*>(buffer(k)), out,
                                    course::batches::batch_of_block(k, batch, n), batch, n);
   }

@@ -15,7 +15,7 @@
 namespace ptx_cp_async {
 namespace {
 
-using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, int);
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, int, unsigned);
 
 constexpr const char* kWhere = "ptx_cp_async::copy_and_compute";
 
@@ -73,7 +73,7 @@ void require_valid_config(const Config& config, int threads_per_block) {
 
 course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
                                         cuda::std::span<std::uint32_t> out, const Config& config,
-                                        LaunchShape shape) {
+                                        LaunchShape shape, HoldBack hold) {
   course::require_copy_launch(kWhere, in.size(), out.size(), shape.blocks, shape.threads_per_block);
   require_valid_config(config, shape.threads_per_block);
   course::require_16_byte_aligned(kWhere, in.data(), out.data(), "cp.async of 16 bytes");
@@ -87,8 +87,10 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
   const int vectors = config.vectors_per_thread;
+  const unsigned hold_ns = hold.nanoseconds;
   return [=](cudaStream_t stream) {
-    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, vectors);
+    kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, vectors,
+                                                                      hold_ns);
     COURSE_CHECK_LAUNCH();
   };
 }

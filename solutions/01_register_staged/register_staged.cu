@@ -57,15 +57,17 @@ __device__ void stage_batch(const std::uint32_t* __restrict__ batch_in, std::uin
 
 /// The register-staged copy-and-compute kernel: out[i] = combine(in[i], in[partner]) for
 /// every i < n, batch by batch through `batch_elements(G, blockDim.x)` elements of dynamic
-/// shared memory.
+/// shared memory. `hold_ns` is for tests only (0 otherwise): course::batches::hold_back.
 template <Granularity G>
 __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
-                                       std::uint32_t* __restrict__ out, std::size_t n) {
+                                       std::uint32_t* __restrict__ out, std::size_t n,
+                                       unsigned hold_ns) {
   // uint4 so that the shared array is 16-byte aligned for the vector accesses.
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);
 
   const std::size_t batch = batch_elements(G, blockDim.x);
+  course::batches::poison_shared(shared, batch * sizeof(std::uint32_t), hold_ns);  // tests only
   // Block b owns batches b, b + gridDim.x, ... (any grid size works). The count depends
   // only on the block, so every thread of it reaches the same barriers.
   const std::size_t mine = course::batches::batches_of_block(course::batches::batch_count(n, batch),
@@ -73,6 +75,7 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = course::batches::batch_of_block(k, batch, n);
 
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one stages late
     stage_batch<G>(in + b.first, shared, b.count, batch);
 
     // TODO 2: no thread may go on to the compute step before every element that the
@@ -82,6 +85,7 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
     __syncthreads();
     // END SOLUTION
 
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch<G>(shared, out, b, batch, n);
 
     // TODO 3: no thread may start the next batch's copy into shared memory while another

@@ -127,19 +127,23 @@ __device__ void copy_batch(const Group& group, std::uint32_t* staged, const std:
 /// Per batch: copy, wait, compute, sync. Nothing overlaps inside the block (other resident
 /// blocks hide the latency, as in lesson 01); no registers stage the data, and on sm_90 one
 /// thread issues the whole aligned batch as one bulk copy.
+/// `hold_ns` is for tests only (0 otherwise): course::batches::hold_back.
 template <Copy C, class Group>
 __device__ void one_stage(const Group& group, const std::uint32_t* __restrict__ in,
-                          std::uint32_t* __restrict__ out, std::size_t n, std::uint32_t* report) {
+                          std::uint32_t* __restrict__ out, std::size_t n, std::uint32_t* report,
+                          unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];  // uint4: 16-byte aligned, for bulk copies
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
   __shared__ BlockBarrier landed;
   init_block_barriers(group, &landed, 1);
 
   const std::size_t batch = batch_elements(blockDim.x);
+  course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);  // tests only
   const std::size_t batches = course::batches::batch_count(n, batch);
   for (std::size_t k = 0; k < course::batches::batches_of_block(batches, blockIdx.x, gridDim.x);
        ++k) {
     const Batch b = batch_of_block(k, batch, n);
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
     // TODO 5: start the copy of batch `b` into `staged`, bound to `landed` (copy_batch<C>; the
     //         report pointer is report_for(report, b, batch)), then wait until it has landed
     //         and every thread has issued its part.
@@ -148,6 +152,7 @@ __device__ void one_stage(const Group& group, const std::uint32_t* __restrict__ 
     landed.arrive_and_wait();
     // STARTER: (void)b; (void)staged; (void)report;
     // END SOLUTION
+    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     // TODO 6: compute the batch into `out`, then make sure the next iteration's copy cannot
     //         overwrite `staged` while a slower thread still reads its partner's elements.
     // BEGIN SOLUTION

@@ -51,6 +51,22 @@ inline std::string concerns_todos(std::initializer_list<int> todos) {
   return tags;
 }
 
+/// Held-back warps (course::batches::hold_back): how long every warp of a block but its
+/// runner waits at each point a kernel marks. A warp reads or stages a batch in well under
+/// 5 us, so a barrier that waits only for its own warp lets the runner read (or refill)
+/// tens of microseconds before the others have staged (or read); a correct kernel only takes
+/// 50 us longer per marked point and batch.
+inline constexpr unsigned kHoldBackNs = 50000;
+
+/// Sizes for a held-back run of `blocks` blocks of batches of `batch` elements: three batches
+/// per block, the input's last one partial (1 to 3 elements past a 16-byte chunk: every tail
+/// path); one batch per block; and two batches per block, the last one short by one group.
+/// The runner differs from block to block (warp blockIdx.x % warps), so `blocks` should be at
+/// least the warps of a block.
+inline std::vector<std::size_t> held_back_sizes(std::size_t blocks, std::size_t batch) {
+  return {blocks * 3 * batch - batch / 2 + 5, blocks * batch, blocks * 2 * batch - 31};
+}
+
 /// Why GPU tests cannot run here (no device, or one older than `required`), or nothing.
 std::optional<std::string> gpu_unavailable(ComputeCapability required = {8, 0});
 

@@ -162,7 +162,10 @@ __device__ __noinline__ inline void poison_shared_now(void* staging, std::size_t
   std::uint32_t* words = static_cast<std::uint32_t*>(staging);
   for (std::size_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) words[i] = kSharedPoison;
   NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
-  __syncthreads();
+  // A block-wide barrier, but named barrier 15, not __syncthreads()' barrier 0: in the
+  // machine code this function is part of the kernel, and the SASS checks count the
+  // kernel's own barriers (BAR.SYNC ... 0x0).
+  asm volatile("bar.sync 15;" ::: "memory");
 }
 
 }  // namespace detail

@@ -85,6 +85,11 @@ def mutant_text(text: str, region: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def has_compile_entry(build_dir: Path, source: Path) -> bool:
+    entries = json.loads((build_dir / "compile_commands.json").read_text(encoding="utf-8"))
+    return any(Path(entry["file"]).resolve() == source.resolve() for entry in entries)
+
+
 def compile_entry(build_dir: Path, source: Path) -> dict:
     entries = json.loads((build_dir / "compile_commands.json").read_text(encoding="utf-8"))
     for entry in entries:
@@ -199,16 +204,31 @@ class Outcome:
 class MutantBuild:
     """Compiles and links a replacement of one lesson's solution file the way the build
     compiles and links the solution: the compile command comes from the build's
-    compile_commands.json, the link commands from `ninja -t commands` (read once)."""
+    compile_commands.json, the link commands from `ninja -t commands` (read once).
+
+    A lesson with test-only hooks (course_add_lesson TEST_HOOKS) compiles its unit twice: the
+    program links <unit>, the test program <unit> with the hooks (<name>_test_unit.cu). The
+    mutant is compiled both ways, and each target is linked with the object it links in the
+    build."""
 
     def __init__(self, build_dir: Path, solution: Path, kernels_source: Path,
                  targets: tuple[str, ...]):
         self.build_dir = Path(build_dir).resolve()
         self.solution = Path(solution).resolve()
-        self.kernels_source = Path(kernels_source).resolve()
-        self.entry = compile_entry(self.build_dir, self.kernels_source)
-        command = shlex.split(self.entry["command"])
-        original = self.entry.get("output") or command[command.index("-o") + 1]
+        # {object as the link lines name it: (source, compile entry, mutant object's name)}
+        self.units: dict[str, tuple[Path, dict, str]] = {}
+        sources = [(Path(kernels_source).resolve(), "mutant.o")]
+        hooked = sources[0][0].with_name(sources[0][0].name.replace("_unit.cu", "_test_unit.cu"))
+        if hooked != sources[0][0] and has_compile_entry(self.build_dir, hooked):
+            sources.append((hooked, "mutant_test.o"))
+        for source, object_name in sources:
+            entry = compile_entry(self.build_dir, source)
+            self.units[self._object_of(entry)] = (source, entry, object_name)
+        self.links = {target: self._link_of(target) for target in targets}
+
+    def _object_of(self, entry: dict) -> str:
+        command = shlex.split(entry["command"])
+        original = entry.get("output") or command[command.index("-o") + 1]
         # Newer CMake writes an absolute "output"; ninja's link lines name objects relative
         # to the build folder.
         if Path(original).is_absolute():
@@ -216,37 +236,51 @@ class MutantBuild:
                 original = str(Path(original).relative_to(self.build_dir))
             except ValueError:
                 pass
-        self.original_object = original
-        self.links = {target: link_command(self.build_dir, target, original, Path(_OBJECT),
-                                           Path(_OUTPUT))
-                      for target in targets}
+        return original
+
+    def _link_of(self, target: str) -> tuple[str, str]:
+        """(the object of self.units that `target` links, its link command with that object
+        and the output as placeholders)."""
+        commands = subprocess.run(["ninja", "-C", str(self.build_dir), "-t", "commands", target],
+                                  capture_output=True, text=True, check=True).stdout.splitlines()
+        for original in self.units:
+            if original in commands[-1]:
+                return original, link_command(self.build_dir, target, original, Path(_OBJECT),
+                                              Path(_OUTPUT))
+        raise SystemExit(f"mutation.py: none of {sorted(self.units)} is linked into {target}")
 
     def compile(self, text: str, work: Path) -> tuple[bool, str, Path]:
-        """Writes the mutant file `text` (and, for a lesson with a launch file, the unit
-        that includes it) under `work` and compiles it: (compiled, compiler output, object)."""
+        """Writes the mutant file `text` (and, for a lesson with a launch file, the units
+        that include it) under `work` and compiles it: (compiled, compiler output, the
+        object the program links; the PTX and SASS checks read this one)."""
         work.mkdir(parents=True, exist_ok=True)
         mutant_solution = work / self.solution.name
         mutant_solution.write_text(text, encoding="utf-8")
-        if self.kernels_source == self.solution:
-            mutant_source = mutant_solution
-        else:
-            unit = self.kernels_source.read_text(encoding="utf-8")
-            mutant_source = work / self.kernels_source.name
-            mutant_source.write_text(unit.replace(str(self.solution), str(mutant_solution)),
-                                     encoding="utf-8")
-        mutant_object = work / "mutant.o"
-        args = rewrite_compile(self.entry["command"], self.kernels_source, mutant_source,
-                               mutant_object)
-        status, output = run_bounded(args, None, cwd=self.entry["directory"])
-        return status == 0, output, mutant_object
+        outputs = []
+        for source, entry, object_name in self.units.values():
+            if source == self.solution:
+                mutant_source = mutant_solution
+            else:
+                unit = source.read_text(encoding="utf-8")
+                mutant_source = work / source.name
+                mutant_source.write_text(unit.replace(str(self.solution), str(mutant_solution)),
+                                         encoding="utf-8")
+            args = rewrite_compile(entry["command"], source, mutant_source, work / object_name)
+            status, output = run_bounded(args, None, cwd=entry["directory"])
+            outputs.append(output)
+            if status != 0:
+                return False, "\n".join(outputs), work / "mutant.o"
+        return True, "\n".join(outputs), work / "mutant.o"
 
     def link(self, mutant_object: Path, work: Path) -> dict[str, Path]:
-        """Links every target with the mutant's object: {target: program}. Raises
+        """Links every target with the mutant's objects (`mutant_object`, and beside it the
+        one with the test hooks where the lesson has them): {target: program}. Raises
         RuntimeError with the linker's output when a link fails."""
         programs = {}
-        for target, template in self.links.items():
+        for target, (original, template) in self.links.items():
+            obj = mutant_object.with_name(self.units[original][2])
             output = work / target
-            command = template.replace(_OBJECT, shlex.quote(str(mutant_object))).replace(
+            command = template.replace(_OBJECT, shlex.quote(str(obj))).replace(
                 _OUTPUT, shlex.quote(str(output)))
             status, log = run_bounded(command, None, shell=True, cwd=self.build_dir)
             if status != 0:

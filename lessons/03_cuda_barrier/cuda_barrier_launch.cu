@@ -219,7 +219,8 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
   std::uint32_t* slots = report.empty() ? nullptr : report.data();
-  const unsigned delay_ns = delay.nanoseconds + hold.nanoseconds;  // at most one is not 0
+  const unsigned delay_ns =
+      delay.nanoseconds + course::batches::hold_back_nanoseconds(hold);  // one of them is 0
   return [f, shape, shared, src, dst, n, slots, delay_ns](cudaStream_t stream) {
     f<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, slots, delay_ns);
     COURSE_CHECK_LAUNCH();

@@ -107,7 +107,7 @@ course::Launch prepare_staged_copy(Method method, cuda::std::span<const std::uin
   }
   if (in.empty()) return [](cudaStream_t) {};
   const StageArgs args{in.data(), out.data(),      in.size(), static_cast<unsigned>(offset),
-                       returned,  hold.nanoseconds};
+                       returned,  course::batches::hold_back_nanoseconds(hold)};
   return [=](cudaStream_t stream) {
     kernel<<<shape.blocks, shape.threads_per_block, shared_bytes(), stream>>>(args);
     COURSE_CHECK_LAUNCH();

@@ -72,7 +72,7 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   std::uint32_t* dst = out.data();
   const std::size_t n = in.size();
   const int vectors = config.vectors_per_thread;
-  const unsigned hold_ns = hold.nanoseconds;
+  const unsigned hold_ns = course::batches::hold_back_nanoseconds(hold);
   return [=](cudaStream_t stream) {
     kernel<<<shape.blocks, shape.threads_per_block, shared, stream>>>(src, dst, n, vectors,
                                                                       hold_ns);

@@ -67,6 +67,7 @@ void require_valid_config(const Config& config, int threads_per_block) {
 course::Launch launch_of(Kernel kernel, const std::uint32_t* src, std::uint32_t* dst, std::size_t n,
                          int vectors, LaunchShape shape, int threads, std::size_t shared,
                          TestHooks hooks) {
+  course::batches::hold_back_nanoseconds(hooks.hold_back);  // throws where the hooks are missing
   COURSE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(shared)));
   return [=](cudaStream_t stream) {

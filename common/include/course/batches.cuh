@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "course/workload.h"
 
@@ -130,13 +131,37 @@ __device__ inline void hold_back_readers(const std::uint32_t* staged, std::size_
 // Only a warp of one block can be the runner, and a race needs the runner on the right side
 // of it, so the runner changes from block to block (warp blockIdx.x % warps): a test launches
 // at least as many blocks as a block has warps. A correct kernel computes the right values,
-// only later. Off (0 ns, the default) a kernel pays one comparison of a kernel argument.
+// only later.
+//
+// The hooks exist only where COURSE_TEST_HOOKS is defined: in the copy of a lesson's kernels
+// that its test programs link (cmake/CourseLesson.cmake, TEST_HOOKS). Anywhere else they are
+// empty, so the lesson's program, its timings and the PTX and SASS the tests read are the
+// kernels without them: even a branch that is never taken changes how the compiler allocates
+// registers and schedules a loop, and with that the occupancy the lessons measure.
+
+#if defined(COURSE_TEST_HOOKS)
+/// Whether this unit's kernels carry the test-only hooks (hold_back(), poison_shared()).
+inline constexpr bool kTestHooks = true;
+#else
+inline constexpr bool kTestHooks = false;
+#endif
 
 /// Tests only: how long hold_back() holds back every warp of a block but the runner. 0, the
 /// default, holds nobody back; a lesson's launcher passes it to its kernel.
 struct HoldBack {
   unsigned nanoseconds = 0;
 };
+
+/// What a launcher passes its kernel for `hold`: its nanoseconds, after checking that this
+/// unit's kernels have the hooks to honour them. A hold-back asked of kernels without them
+/// would hold nobody back, and the test that asked would pass without testing anything.
+inline unsigned hold_back_nanoseconds(HoldBack hold) {
+  if (hold.nanoseconds != 0 && !kTestHooks) {
+    throw std::logic_error("HoldBack is for the test programs: these kernels were compiled "
+                           "without COURSE_TEST_HOOKS");
+  }
+  return hold.nanoseconds;
+}
 
 /// The warp of the calling block that hold_back() never holds back: warp blockIdx.x % warps.
 __device__ inline unsigned runner_warp() {
@@ -147,33 +172,16 @@ __device__ inline unsigned runner_warp() {
 /// The 32-bit word poison_shared() writes: the pattern of course::poison() (0xA5 bytes).
 inline constexpr std::uint32_t kSharedPoison = 0xA5A5A5A5u;
 
-// The hooks' work is out of line (__noinline__): their instructions (a barrier, a proxy
-// fence, the timer) stay out of the kernels' own PTX, which the PTX checks read, and a run
-// without them pays only the test of a kernel argument.
-namespace detail {
-
-__device__ __noinline__ inline void hold_back_for(unsigned delay_ns) {
-  if (threadIdx.x / 32 == runner_warp()) return;
-  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
-  while (cuda::ptx::get_sreg_globaltimer() - start < delay_ns) __nanosleep(256);
-}
-
-__device__ __noinline__ inline void poison_shared_now(void* staging, std::size_t bytes) {
-  std::uint32_t* words = static_cast<std::uint32_t*>(staging);
-  for (std::size_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) words[i] = kSharedPoison;
-  NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
-  // A block-wide barrier, but named barrier 15, not __syncthreads()' barrier 0: in the
-  // machine code this function is part of the kernel, and the SASS checks count the
-  // kernel's own barriers (BAR.SYNC ... 0x0).
-  asm volatile("bar.sync 15;" ::: "memory");
-}
-
-}  // namespace detail
-
 /// Tests only (`delay_ns` > 0): every warp of the block but runner_warp() waits `delay_ns`
 /// nanoseconds (the GPU's global timer). Call it with every thread at the same point.
-__device__ inline void hold_back(unsigned delay_ns) {
-  if (delay_ns != 0) detail::hold_back_for(delay_ns);
+__device__ __forceinline__ void hold_back(unsigned delay_ns) {
+#if defined(COURSE_TEST_HOOKS)
+  if (delay_ns == 0 || threadIdx.x / 32 == runner_warp()) return;
+  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+  while (cuda::ptx::get_sreg_globaltimer() - start < delay_ns) __nanosleep(256);
+#else
+  (void)delay_ns;
+#endif
 }
 
 /// Tests only (`delay_ns` > 0, the hold_back() delay of the same launch): the whole block
@@ -183,8 +191,21 @@ __device__ inline void hold_back(unsigned delay_ns) {
 /// each thread also orders its poison before later bulk copies into the same bytes
 /// (fence.proxy.async: they write through the async proxy). Every thread must call it,
 /// before anything is staged.
-__device__ inline void poison_shared(void* staging, std::size_t bytes, unsigned delay_ns) {
-  if (delay_ns != 0) detail::poison_shared_now(staging, bytes);
+__device__ __forceinline__ void poison_shared(void* staging, std::size_t bytes,
+                                              unsigned delay_ns) {
+#if defined(COURSE_TEST_HOOKS)
+  if (delay_ns == 0) return;
+  std::uint32_t* words = static_cast<std::uint32_t*>(staging);
+  for (std::size_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) words[i] = kSharedPoison;
+  NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
+  // Named barrier 15, not __syncthreads()' barrier 0, so that it cannot stand in for a
+  // barrier of the kernel's own.
+  asm volatile("bar.sync 15;" ::: "memory");
+#else
+  (void)staging;
+  (void)bytes;
+  (void)delay_ns;
+#endif
 }
 
 /// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of

@@ -733,7 +733,7 @@ TEST_F(GpuOverlap, TheTimelineRecordsTheBlogPostsIssueOrders) {
 // any GPU. A GPU shared with other processes may time-slice a run; up to three runs are
 // tried, and one that overlapped is enough: a schedule on one stream can never overlap.
 TEST_F(GpuOverlap, ChunksOnTheirOwnStreamsOverlapCopiesWithKernels) {
-  constexpr std::size_t kElements = std::size_t{4} << 20;  // 16 MB each way
+  constexpr std::size_t kElements = (std::size_t{4} << 20) + 3;  // 16 MB each way, and 3 floats
   constexpr int kChunks = 4;
   constexpr int kRounds = 32;
   const StreamSet streams(kChunks);

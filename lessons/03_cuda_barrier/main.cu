@@ -190,6 +190,25 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
   });
 }
 
+/// --quick only: the multi-stage kernel at every stage count the main table did not use, one
+/// block per SM. Each stage count compiles its own copy of the waits you wrote, and the race
+/// checks run the program --quick: a copy that never runs there is never checked.
+void run_other_stage_counts(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+                            int table_stages) {
+  for (int stages = cuda_barrier::kMinStages; stages <= cuda_barrier::kMaxStages; ++stages) {
+    if (stages == table_stages) continue;  // the main table ran it
+    harness.sweep(
+        "stages (--quick)", {{"stages", std::to_string(stages)}},
+        {"multi-stage, " + std::to_string(stages) + " stages", course::workload::bytes_moved(w.n),
+         cuda_barrier::prepare_copy_and_compute(w.in.cspan(), w.out.span(), Kernel::multi_stage,
+                                                {gpu.sm_count, kThreads, stages}),
+         [&w](cudaStream_t st) { course::poison(w.out.data(), w.out.bytes(), st); },
+         [&w] {
+           return course::compare_exact<std::uint32_t>(w.expected, course::to_host(w.out.cspan()));
+         }});
+  }
+}
+
 int run(const Settings& s, const course::DeviceSummary& gpu) {
   const course::CommonOptions& options = s.options;
   const std::size_t n =
@@ -218,6 +237,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
     if (!options.variant.empty() && options.variant != spec.name) continue;
     run_spec(harness, w, gpu, s, spec);
   }
+  if (options.quick && options.variant.empty()) run_other_stage_counts(harness, w, gpu, s.stages());
   return harness.finish();
 }
 

@@ -194,6 +194,25 @@ void run_spec(course::Harness& harness, ByteArrays& a, std::size_t n, const Vari
             << "; returned: " << alignment::describe_returned(*returned) << "\n";
 }
 
+/// --quick only: the peeled copy with source and stage 8 bytes apart modulo 16, so that its
+/// body goes through copy_peeled_at<8>, which no table row takes. The race checks run the
+/// program --quick: each copy_peeled_at<A> you wrote must run there to be checked.
+void run_peeled_at_8(course::Harness& harness, ByteArrays& a, std::size_t n,
+                     const course::DeviceSummary& gpu) {
+  const cuda::std::span<const std::uint8_t> in(a.in_base + 8, n);
+  const cuda::std::span<std::uint8_t> out(a.out_base + 8, n);
+  harness.sweep(
+      "peeled (--quick)", {{"source", "+8"}, {"stage", "+0"}},
+      {"peeled/src+8/stage+0", 2.0 * static_cast<double>(n),
+       alignment::prepare_staged_copy(Method::peeled, in, out, 0, {gpu.sm_count, kThreads}),
+       [&a](cudaStream_t st) { course::poison(a.out_base, a.total, st); },
+       [&a, n] {
+         std::vector<std::uint8_t> expected(a.total, course::kPoisonByte);
+         std::memcpy(expected.data() + 8, a.host_in.data() + 8, n);
+         return course::compare_exact<std::uint8_t>(expected, bytes_to_host(a.out_base, a.total));
+       }});
+}
+
 int run(const Settings& s, const std::vector<VariantSpec>& variants,
         const course::DeviceSummary& gpu) {
   const course::CommonOptions& options = s.options;
@@ -226,6 +245,7 @@ int run(const Settings& s, const std::vector<VariantSpec>& variants,
   for (const VariantSpec& spec : variants) {
     run_spec(harness, a, n, spec, s.blocks_per_sm, gpu, emitted);
   }
+  if (options.quick && options.variant.empty()) run_peeled_at_8(harness, a, n, gpu);
   return harness.finish();
 }
 

@@ -222,6 +222,31 @@ void run_warp_sweep(course::Harness& harness, Workload& w, const course::DeviceS
             << blocks << " blocks)\n";
 }
 
+/// --quick only: 1p8c, one block per SM, at every stage count with both partitions (all but
+/// the main table's pair). stage_buffer is compiled once per stage count, the kernel once per
+/// stage count and partition, and the race checks run the program --quick: each copy of the
+/// helpers you wrote must run there to be checked. Stages that do not fit are skipped.
+void run_every_stage_count(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+                           const Settings& s) {
+  for (Partition p : {Partition::role, Partition::producer_count}) {
+    for (int stages = producer_consumer::kMinStages; stages <= producer_consumer::kMaxStages;
+         ++stages) {
+      if (p == s.partition() && stages == s.stages) continue;  // the main table ran it
+      const producer_consumer::Config config{p, stages, 1, 8,
+                                             producer_consumer::kDefaultBatchVectors};
+      const std::string label = std::string(name(p)) + ", " + std::to_string(stages) + " stages";
+      if (producer_consumer::max_blocks_per_sm(config) < 1) {
+        std::cout << "  stages (--quick), " << label << ": skipped, one block does not fit\n";
+        continue;
+      }
+      harness.sweep("stages (--quick)",
+                    {{"partition", name(p)}, {"stages", std::to_string(stages)}},
+                    w.checked(label, producer_consumer::prepare_copy_and_compute(
+                                         w.in.cspan(), w.out.span(), config, gpu.sm_count)));
+    }
+  }
+}
+
 int run(const Settings& s, const course::DeviceSummary& gpu) {
   const course::CommonOptions& options = s.options;
   const std::size_t n =
@@ -245,6 +270,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
   // The warp sweep at one block per SM, only when every variant ran (its speed-ups are
   // relative to the baseline of the main table).
   if (!s.no_sweep && options.variant.empty()) run_warp_sweep(harness, w, gpu, s);
+  if (options.quick && options.variant.empty()) run_every_stage_count(harness, w, gpu, s);
   return harness.finish();
 }
 

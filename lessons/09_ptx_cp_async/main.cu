@@ -144,6 +144,26 @@ void run_multi_stage(course::Harness& harness, MultiStage& w, const Settings& s,
   }
 }
 
+/// --quick only: every cp.async form at every stage count but the main table's, on a small
+/// input: 8 blocks of 4 KB batches, 3 batches each, the last one partial. Each stage count
+/// compiles its own copy of the copies and waits you wrote, and the race checks run the
+/// program --quick: a copy that never runs there is never checked.
+void run_every_stage_count(course::Harness& harness, const Settings& s) {
+  constexpr int kBlocks = 8;
+  MultiStage small(kBlocks * 3 * ptx_cp_async::batch_elements(kThreads, 1) - 37);
+  for (Form form : ptx_cp_async::kForms) {
+    for (int stages = ptx_cp_async::kMinStages; stages <= ptx_cp_async::kMaxStages; ++stages) {
+      if (stages == s.stages) continue;  // the main table ran it
+      const std::string name = ptx_cp_async::name(form);
+      harness.sweep("stages (--quick)", {{"form", name}, {"stages", std::to_string(stages)}},
+                    small.checked(name + ", " + std::to_string(stages) + " stages",
+                                  ptx_cp_async::prepare_copy_and_compute(
+                                      small.in.cspan(), small.out.span(), {form, stages, 1},
+                                      {kBlocks, kThreads})));
+    }
+  }
+}
+
 /// The tail workload: rows of an awkward length, the padding full of garbage that must not
 /// leak into the output; each row copied with an `if` around its last chunk or by zero fill.
 void run_tail(course::Harness& harness, const Settings& s) {
@@ -244,6 +264,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
   harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
   harness.headline("cg16");
   run_multi_stage(harness, w, s, gpu);
+  if (options.quick && options.variant.empty()) run_every_stage_count(harness, s);
   if (s.wants_prefix("tail-")) run_tail(harness, s);
   if (s.wants_prefix("cache-")) run_cache(harness, s, l2_bytes);
   add_targets(harness);

@@ -60,7 +60,7 @@ def read_sweep(path):
                 data["lines"][row["variant"]] = value
             continue
         if row["sweep"] != "warps":
-            raise ValueError(f"{path}: unknown sweep {row['sweep']!r}")
+            continue  # another sweep (--quick adds "stages (--quick)"): not in this picture
         if value is None:
             raise ValueError(f"{path}: {row['variant']!r} has no {column}")
         vs_baseline = number(row["vs_baseline"])

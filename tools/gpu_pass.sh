@@ -9,6 +9,7 @@
 # OUTDIR/summary.txt). Exits non-zero when anything failed.
 #
 # COURSE_PASS_STEPS picks the steps (default "build tests integrity exes profile sanitize"; add
+# "repeat" for every solution test 5 times in a row (flakiness); add
 # "mutation" for the mutation label (it configures with COURSE_MUTATION_TESTS=ON),
 # "opmutation" for the operator mutants (tools/op_mutation.py; repeat the call until it says
 # nothing is left) and "tour" for the student-facing tour): a pass too long for one call can be split in two
@@ -72,6 +73,12 @@ note "compute-sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -E '^V
 if wanted tests; then
   step "tests (default set)" tests.log 300 ctest --preset "$preset" -j 12 "${test_filter[@]}" \
     --output-junit "$out/junit-tests.xml"
+fi
+if wanted repeat; then
+  # Flakiness: every solution test (GPU tests included) 5 times in a row; the first failure
+  # of a test ends its repeats and fails the step.
+  step "tests x5 (solutions)" repeat.log 900 ctest --preset "$preset" -j 12 -L '^solution$' \
+    "${test_filter[@]}" --repeat until-fail:5 --output-junit "$out/junit-repeat.xml"
 fi
 if wanted integrity; then
   step "integrity" integrity.log 200 ctest --test-dir "$build" --output-on-failure \

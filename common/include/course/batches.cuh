@@ -198,9 +198,9 @@ __device__ __forceinline__ void poison_shared(void* staging, std::size_t bytes,
   std::uint32_t* words = static_cast<std::uint32_t*>(staging);
   for (std::size_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) words[i] = kSharedPoison;
   NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
-  // Named barrier 15, not __syncthreads()' barrier 0, so that it cannot stand in for a
-  // barrier of the kernel's own.
-  asm volatile("bar.sync 15;" ::: "memory");
+  // Barrier 0, __syncthreads()' own: a named barrier such as 15 would make every block
+  // reserve 16 of the SM's hardware barriers and cap the blocks per SM at 4.
+  __syncthreads();
 #else
   (void)staging;
   (void)bytes;

@@ -671,6 +671,31 @@ __global__ void hold_stream(unsigned long long ns) {
   } while (now - start < ns);
 }
 
+// done_us is the time until the copy has finished: the function waits for the stream before
+// it takes that time, so when it returns the stream is idle. A 64 MB copy takes a millisecond
+// or more on any host link; a function that did not wait returns while it still runs.
+TEST_F(GpuPinnedMemoryTiming, TheCallReturnsOnlyAfterTheCopyHasFinished) {
+  constexpr std::size_t n = 16 << 20;  // 64 MB
+  course::Stream stream;
+  HostBuffer host(HostMemory::pinned, n * 4);
+  course::DeviceBuffer<std::uint32_t> device(n);
+  course::fill_hash_host(host.words(), 61);
+  course::poison(device.data(), device.bytes(), stream);
+  COURSE_CHECK(cudaStreamSynchronize(stream));
+  const AsyncCallTiming t = pinned_memory::time_async_copy(device.data(), host.data(),
+                                                           host.bytes(), cudaMemcpyHostToDevice,
+                                                           stream);
+  const cudaError_t idle = cudaStreamQuery(stream);  // right after the return
+  COURSE_CHECK(cudaStreamSynchronize(stream));
+  EXPECT_EQ(idle, cudaSuccess)
+      << "the copy was still running when time_async_copy returned: wait for the stream "
+         "before taking the done time"
+      << concerns_todo(3);
+  EXPECT_GE(t.done_us, t.call_us) << concerns_todo(3);
+  const course::Comparison c = pinned_memory::verify_hash(device.data(), n, 61, stream);
+  ASSERT_TRUE(c.ok()) << c.summary() << concerns_todo(3);
+}
+
 // The copy and the wait belong to the stream the caller gave. The test's stream is
 // non-blocking (course::Stream): it neither waits for the legacy stream (0) nor is waited for
 // by it. A 20 ms kernel on the legacy stream therefore cannot delay a copy on `stream` and a

@@ -88,4 +88,18 @@ void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<s
 /// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory.
 int max_blocks_per_sm(Granularity granularity, int threads_per_block);
 
+// ---- Defined in register_staged.cu (your file) ---------------------------------------------
+// Declared here for register_staged_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// register_staged_launch.cu as one unit, where the definitions are.
+namespace {
+
+/// The register-staged copy-and-compute kernel, at granularity G.
+template <Granularity G>
+__global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
+                                       std::uint32_t* __restrict__ out, std::size_t n,
+                                       unsigned hold_ns);
+
+}  // namespace
+
 }  // namespace register_staged

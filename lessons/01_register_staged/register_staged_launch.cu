@@ -1,6 +1,7 @@
 // Lesson 01's launchers: argument checks, the shared-memory opt-in, the choice of kernel
 // and the occupancy query. Read-only: the build compiles this file in one unit with
-// register_staged.cu (yours, and separately the solution's), so it sees the kernels there.
+// register_staged.cu (yours, and separately the solution's), which defines the kernel it
+// launches; register_staged.cuh declares it.
 #include <cstdint>
 #include <string>
 

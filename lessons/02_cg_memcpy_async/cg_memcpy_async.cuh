@@ -92,4 +92,24 @@ void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<s
 /// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory.
 int max_blocks_per_sm(Granularity granularity, Buffering buffering, int threads_per_block);
 
+// ---- Defined in cg_memcpy_async.cu (your file) ---------------------------------------------
+// Declared here for cg_memcpy_async_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// cg_memcpy_async_launch.cu as one unit, where the definitions are.
+namespace {
+
+/// Variant `single`: one buffer, the Programming Guide's snippet. `delay_ns` is the
+/// double-buffered kernel's (the two share a signature).
+template <Granularity G>
+__global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
+                                     std::uint32_t* __restrict__ out, std::size_t n,
+                                     unsigned delay_ns, unsigned hold_ns);
+/// Variant `double`: two buffers, the copy of batch k + 1 in flight while batch k is computed.
+template <Granularity G>
+__global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
+                                       std::uint32_t* __restrict__ out, std::size_t n,
+                                       unsigned delay_ns, unsigned hold_ns);
+
+}  // namespace
+
 }  // namespace cg_memcpy_async

@@ -1,6 +1,7 @@
 // Lesson 02's launchers: argument checks, the shared-memory opt-in, the choice of kernel
 // and the occupancy query. Read-only: the build compiles this file in one unit with
-// cg_memcpy_async.cu (yours, and separately the solution's), so it sees the kernels there.
+// cg_memcpy_async.cu (yours, and separately the solution's), which defines the kernels it
+// launches; cg_memcpy_async.cuh declares them.
 #include <cstdint>
 #include <string>
 

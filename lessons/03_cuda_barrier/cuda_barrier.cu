@@ -82,9 +82,6 @@ __device__ void copy_two_buffers(const Group& group, std::uint32_t* dst, const s
   (void)vectors; (void)vectors_src; (void)words; (void)words_src;
 }
 
-/// How a kernel copies its full batches.
-enum class Copy { words, aligned, two_buffers };
-
 /// Starts the copy of batch `b` of `in` into `staged`, bound to `barrier`.
 template <Copy C, class Group, class Barrier>
 __device__ void copy_batch(const Group& group, std::uint32_t* staged, const std::uint32_t* in,

@@ -75,3 +75,36 @@ __device__ inline void hold_back_readers(const std::uint32_t* staged, unsigned d
 }
 
 }  // namespace cuda_barrier::device
+
+namespace cuda_barrier {
+namespace {
+
+/// How a kernel copies its full batches (copy_batch<C>, one_stage<C>).
+enum class Copy { words, aligned, two_buffers };
+
+// ---- Defined in cuda_barrier.cu (your file) ----------------------------------------------
+// Declared here for cuda_barrier_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// cuda_barrier_launch.cu as one unit, where the definitions are.
+
+/// Starts the copy of batch `b` of `in` into `staged`, bound to `barrier`.
+template <Copy C, class Group, class Barrier>
+__device__ void copy_batch(const Group& group, std::uint32_t* staged, const std::uint32_t* in,
+                           course::batches::Batch b, std::size_t batch, Barrier& barrier,
+                           std::uint32_t* report);
+
+/// One stage: per batch, copy, wait, compute, sync. `hold_ns` is for tests only.
+template <Copy C, class Group>
+__device__ void one_stage(const Group& group, const std::uint32_t* __restrict__ in,
+                          std::uint32_t* __restrict__ out, std::size_t n, std::uint32_t* report,
+                          unsigned hold_ns);
+
+/// Several stages, a full and an empty barrier per stage; WaitForRelease = false is the
+/// deliberately broken variant that refills a stage without waiting for its release.
+template <int Stages, bool WaitForRelease>
+__global__ void __launch_bounds__(device::kMaxThreads)
+    multi_stage_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
+                       std::size_t n, std::uint32_t* report, unsigned delay_ns);
+
+}  // namespace
+}  // namespace cuda_barrier

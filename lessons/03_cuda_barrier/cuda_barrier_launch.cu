@@ -1,6 +1,7 @@
 // Lesson 03: the kernels' entry points, the system-scope kernel, and the launchers. Read-only.
 // The build compiles this file in one unit right after cuda_barrier.cu (yours, or the
-// solution), so it sees every kernel and helper there and never includes that file itself.
+// solution), which defines what it calls there (one_stage, copy_batch, multi_stage_kernel);
+// cuda_barrier_device.cuh declares those. This file never includes cuda_barrier.cu itself.
 #include <cooperative_groups.h>
 #include <cuda/barrier>
 

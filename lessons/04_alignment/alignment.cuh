@@ -289,4 +289,32 @@ inline std::string describe_global_reads(const std::string& ptx_body) {
   return text.empty() ? "no global reads" : text;
 }
 
+namespace {
+
+/// What every kernel receives (by value): alignment_launch.cu fills it, staged_copy_body
+/// (alignment.cu) reads it.
+struct StageArgs {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::size_t n;
+  unsigned stage_offset;  // where the staging buffer starts, past a 128-byte boundary
+  unsigned* returned;     // Returned flags of every memcpy_async call, or nullptr
+  unsigned hold_ns;       // tests only, 0 otherwise: course::batches::hold_back
+};
+
+// ---- Defined in alignment.cu (your file) ---------------------------------------------------
+// Declared here for alignment_launch.cu, so that it compiles on its own (tools/compile_alone.py
+// checks that it does); the build compiles your file and alignment_launch.cu as one unit, where the
+// definitions are.
+
+/// Cuts a byte range at `alignment` boundaries (the public split_at_alignment calls it).
+__host__ __device__ constexpr Split split_range(std::uintptr_t first, std::size_t count,
+                                                std::size_t alignment);
+
+/// The kernel body: each kernel of alignment_launch.cu is one method's instantiation.
+template <Api A, class T, std::size_t Promise>
+__device__ void staged_copy_body(const StageArgs& args);
+
+}  // namespace
+
 }  // namespace alignment

@@ -1,7 +1,7 @@
 // Lesson 04's launchers: one kernel per method, the method -> kernel dispatch, the checks of
 // every alignment promise before a launch, and the occupancy query. Read-only: the build
 // compiles this file in one unit with alignment.cu (yours, and separately the solution's),
-// so it sees staged_copy_body, split_range and StageArgs there.
+// which defines staged_copy_body and split_range; alignment.cuh declares them.
 #include <stdexcept>
 #include <string>
 

@@ -21,16 +21,6 @@ namespace {
 namespace cg = cooperative_groups;
 using Barrier = cuda::barrier<cuda::thread_scope_block>;
 
-/// What every kernel receives (by value).
-struct StageArgs {
-  const std::uint8_t* in;
-  std::uint8_t* out;
-  std::size_t n;
-  unsigned stage_offset;  // where the staging buffer starts, past a 128-byte boundary
-  unsigned* returned;     // Returned flags of every memcpy_async call, or nullptr
-  unsigned hold_ns;       // tests only, 0 otherwise: course::batches::hold_back
-};
-
 __device__ std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 /// Cuts a byte range at `alignment` boundaries (the public split_at_alignment calls it).

@@ -53,6 +53,10 @@ inline const char* name(Scope scope) { return scope == Scope::thread ? "thread" 
 /// 16-byte vectors each thread copies per full batch: lesson 01's coarse granularity.
 inline constexpr int kVectorsPerThread = register_staged::kVectorsPerThread;
 
+/// The largest block the launcher accepts; the kernels' __launch_bounds__ say so, which keeps
+/// each of them within the 64 registers per thread that such a block may use.
+inline constexpr int kMaxThreads = 1024;
+
 /// The pipeline's stage count: one shared buffer, one stage. A template argument of
 /// `cuda::pipeline_shared_state` (a `uint8_t`); lesson 06 makes it larger.
 inline constexpr int kStages = 1;
@@ -103,5 +107,22 @@ void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<s
 /// `scope` (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory.
 /// Throws std::invalid_argument for a block size copy_and_compute rejects.
 int max_blocks_per_sm(Scope scope, int threads_per_block);
+
+// ---- Defined in pipeline_single_stage.cu (your file) ---------------------------------------
+// Declared here for pipeline_single_stage_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// pipeline_single_stage_launch.cu as one unit, where the definitions are.
+namespace {
+
+/// 1. A pipeline per thread: cuda::make_pipeline() without arguments.
+__global__ void __launch_bounds__(kMaxThreads)
+    thread_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
+                        std::size_t n, unsigned hold_ns);
+/// 2. One pipeline for the block: cuda::make_pipeline(block, &state).
+__global__ void __launch_bounds__(kMaxThreads)
+    block_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
+                       std::size_t n, unsigned hold_ns);
+
+}  // namespace
 
 }  // namespace pipeline_single_stage

@@ -1,6 +1,7 @@
 // Lesson 05's launchers: argument checks, the shared-memory opt-in, the choice of kernel and
 // the occupancy query. Read-only: the build compiles this file in one unit with
-// pipeline_single_stage.cu (yours, and separately the solution's), so it sees the kernels.
+// pipeline_single_stage.cu (yours, and separately the solution's), which defines the
+// kernels; pipeline_single_stage.cuh declares them.
 #include <cstdint>
 #include <string>
 

@@ -62,10 +62,6 @@ using course::batches::compute_batch;
 using ThreadPipeline = cuda::pipeline<cuda::thread_scope_thread>;
 using BlockPipeline = cuda::pipeline<cuda::thread_scope_block>;
 
-// The launcher accepts blocks of up to 1024 threads: keep every kernel within the 64
-// registers per thread that such a block may use.
-constexpr int kMaxThreads = 1024;
-
 // ---- 1. A pipeline per thread (TODO 1-4) -------------------------------------------------
 
 /// Starts this thread's copies of batch `b` into `staged`, bound to this thread's pipeline,

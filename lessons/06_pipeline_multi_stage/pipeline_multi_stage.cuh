@@ -141,4 +141,29 @@ void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<s
 /// block does not fit. Throws std::invalid_argument for a config copy_and_compute rejects.
 int max_blocks_per_sm(const Config& config, int threads_per_block);
 
+// ---- Defined in pipeline_multi_stage.cu (your file) ----------------------------------------
+// Declared here for pipeline_multi_stage_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// pipeline_multi_stage_launch.cu as one unit, where the definitions are.
+namespace {
+
+/// The Stages-stage schedule with cuda::pipeline. `hold_ns` (every kernel here) is for tests
+/// only, 0 otherwise: course::batches::hold_back.
+template <int Stages>
+__global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
+                                std::uint32_t* __restrict__ out, std::size_t n,
+                                int vectors_per_thread, unsigned hold_ns);
+/// The same schedule with the __pipeline_* primitives.
+template <int Stages>
+__global__ void primitives_kernel(const std::uint32_t* __restrict__ in,
+                                  std::uint32_t* __restrict__ out, std::size_t n,
+                                  int vectors_per_thread, unsigned hold_ns);
+/// DELIBERATELY BROKEN: one batch ahead too many (compute-sanitizer's racecheck catches it).
+template <int Stages>
+__global__ void one_stage_too_many_kernel(const std::uint32_t* __restrict__ in,
+                                          std::uint32_t* __restrict__ out, std::size_t n,
+                                          int vectors_per_thread, unsigned hold_ns);
+
+}  // namespace
+
 }  // namespace pipeline_multi_stage

@@ -1,7 +1,7 @@
 // Lesson 06's launchers: argument checks, the choice of kernel for an interface and a stage
 // count, the shared-memory opt-in and the occupancy query. Read-only: the build compiles
 // this file in one unit with pipeline_multi_stage.cu (yours, and separately the
-// solution's), so it sees the kernels there.
+// solution's), which defines the kernels; pipeline_multi_stage.cuh declares them.
 #include <cstdint>
 #include <stdexcept>
 #include <string>

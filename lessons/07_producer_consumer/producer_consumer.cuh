@@ -15,12 +15,14 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <cuda/pipeline>
 #include <cuda/std/span>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "course/batches.cuh"
 #include "course/launch.h"
 #include "pipeline_multi_stage.cuh"
 
@@ -146,5 +148,44 @@ void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<s
 /// (cudaOccupancyMaxActiveBlocksPerMultiprocessor, after opting in to the shared memory);
 /// 0 when one block does not fit. Throws std::invalid_argument for an invalid config.
 int max_blocks_per_sm(const Config& config);
+
+/// The producer warps as a group for cuda::memcpy_async. The group overload splits a copy
+/// among size() threads: thread thread_rank() issues the 16-byte chunks rank, rank +
+/// size(), ... So the group must be exactly the threads that make the call, here threads
+/// 0 .. producer_threads - 1 (with one producer warp, cg::tiled_partition<32>(block) would
+/// do the same; this type also covers two or four producer warps).
+struct ProducerWarps {
+  unsigned threads;
+  __device__ unsigned size() const { return threads; }
+  __device__ unsigned thread_rank() const { return threadIdx.x; }
+};
+
+namespace {
+
+/// Which part of a batch one consumer thread computes: vectors rank, rank + count, ...
+struct ConsumerShare {
+  unsigned rank;   ///< this thread's index among the consumer threads
+  unsigned count;  ///< how many consumer threads share the batch
+};
+
+// ---- Defined in producer_consumer.cu (your file) -----------------------------------------
+// Declared here for producer_consumer_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// producer_consumer_launch.cu as one unit, where the definitions are.
+
+/// The shared buffer that holds the block's k-th batch.
+template <int Stages>
+__device__ uint4* stage_buffer(uint4* buffers, std::size_t k, int batch_vectors);
+
+/// The producer warps' copy of one batch into `buffer`, bound to the pipeline's current
+/// producer stage. Every producer thread calls it with the same arguments.
+__device__ void copy_batch(const ProducerWarps& producers, uint4* buffer, const std::uint32_t* in,
+                           course::batches::Batch b, std::size_t batch,
+                           cuda::pipeline<cuda::thread_scope_block>& pipe);
+
+/// This consumer thread's share of every batch.
+__device__ ConsumerShare consumer_share(unsigned producer_threads);
+
+}  // namespace
 
 }  // namespace producer_consumer

@@ -1,7 +1,8 @@
 // Lesson 07's kernel and launchers. Read-only: the build compiles this file in one unit
-// with producer_consumer.cu (yours, and separately the solution's), so it sees the helpers
-// there (stage_buffer, copy_batch, consumer_share). Read the kernel first: it makes the
-// partitioned pipeline and runs both roles' loops; your helpers decide which data moves.
+// with producer_consumer.cu (yours, and separately the solution's), which defines the
+// helpers the kernel calls (stage_buffer, copy_batch, consumer_share; producer_consumer.cuh
+// declares them). Read the kernel first: it makes the partitioned pipeline and runs both
+// roles' loops; your helpers decide which data moves.
 // Then the launchers: argument checks, the choice of kernel for a stage count and a
 // partition, the shared-memory opt-in and the occupancy query.
 #include <cooperative_groups.h>

@@ -31,29 +31,9 @@
 #include "course/batches.cuh"
 
 namespace producer_consumer {
-
-/// The producer warps as a group for cuda::memcpy_async. The group overload splits a copy
-/// among size() threads: thread thread_rank() issues the 16-byte chunks rank, rank +
-/// size(), ... So the group must be exactly the threads that make the call, here threads
-/// 0 .. producer_threads - 1 (with one producer warp, cg::tiled_partition<32>(block) would
-/// do the same; this type also covers two or four producer warps). It sits outside the
-/// anonymous namespace only so that the starter, which does not use it yet, compiles
-/// without an unused-function warning.
-struct ProducerWarps {
-  unsigned threads;
-  __device__ unsigned size() const { return threads; }
-  __device__ unsigned thread_rank() const { return threadIdx.x; }
-};
-
 namespace {
 
 using course::batches::Batch;
-
-/// Which part of a batch one consumer thread computes: vectors rank, rank + count, ...
-struct ConsumerShare {
-  unsigned rank;   ///< this thread's index among the consumer threads
-  unsigned count;  ///< how many consumer threads share the batch
-};
 
 /// The shared buffer that holds the block's k-th batch. The pipeline hands out its stages
 /// in order, round and round: the k-th producer_acquire/producer_commit fill stage

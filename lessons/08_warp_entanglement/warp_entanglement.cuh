@@ -199,4 +199,16 @@ void print_entanglement(const std::vector<EntanglementRow>& rows, const std::str
 /// The row's columns for the harness's sweep CSV (course::SweepParams).
 std::vector<std::pair<std::string, std::string>> entanglement_columns(const EntanglementRow& row);
 
+// ---- Defined in warp_entanglement.cu (your file) -------------------------------------------
+// Declared here for warp_entanglement_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// warp_entanglement_launch.cu as one unit, where the definitions are.
+
+/// The copy-and-compute kernel whose warps take `lane_paths` through their copies, committing
+/// as `Mode` says. `evidence` is a device pointer, or null for the uninstrumented kernel.
+template <CommitMode Mode>
+__global__ void entanglement_kernel(const std::uint32_t* __restrict__ in,
+                                    std::uint32_t* __restrict__ out, std::size_t n,
+                                    LanePaths lane_paths, int paths, Evidence* evidence);
+
 }  // namespace warp_entanglement

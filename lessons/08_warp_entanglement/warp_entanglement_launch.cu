@@ -1,8 +1,8 @@
 // Lesson 08's launchers and the driver's entanglement report: argument checks, the
 // shared-memory opt-in, the choice of kernel, the occupancy query, the instrumented launch,
 // and the table of model against measurement. Read-only: the build compiles this file in one
-// unit with warp_entanglement.cu (yours, and separately the solution's), so it sees the
-// kernels there.
+// unit with warp_entanglement.cu (yours, and separately the solution's), which defines the
+// kernel; warp_entanglement.cuh declares it.
 #include <algorithm>
 #include <cstdint>
 #include <iomanip>

@@ -45,6 +45,19 @@ template <bool NoInc>
 __device__ inline void async_arrive(std::uint64_t* bar);
 __device__ inline void mbarrier_arrive(std::uint64_t* bar);
 __device__ inline bool mbarrier_try_wait_parity(std::uint64_t* bar, unsigned parity);
+/// TODO 6: starts this thread's copies of the block's batch k into `buffer` (when the block
+/// has a batch k) and closes them: one group, or one arrival on `bar`.
+template <Form F>
+__device__ void start_batch(uint4* buffer, const std::uint32_t* in, std::size_t k, std::size_t mine,
+                            std::size_t batch, std::size_t n, int vectors_per_thread,
+                            std::uint64_t* bar);
+/// TODO 7: before the block computes batch k of a Stages-stage schedule: batch k has landed
+/// and every thread is done with batch k - 1.
+template <Form F, int Stages>
+__device__ void wait_for_batch(std::uint64_t* barriers, std::size_t k);
+/// TODO 8: the tail kernel's branch-free copy of the 16-byte chunk at `column` of `row`.
+__device__ inline void copy_chunk_branch_free(uint4* dst, const std::uint32_t* in, std::size_t row,
+                                              std::size_t column, Rows shape);
 /// TODO 9: an L2 policy (evict_last or evict_first) and a 16-byte .cg copy that carries one.
 template <bool EvictLast>
 __device__ inline std::uint64_t make_policy();

@@ -1,7 +1,8 @@
 // Lesson 09's kernels. Read-only: they call the functions you write in ptx_cp_async.cu
 // (cp_async, commit_group, wait_all, start_batch, wait_for_batch, copy_chunk_branch_free,
-// make_policy, ...). The build compiles ptx_cp_async.cu, then ptx_cp_async_launch.cu, which
-// includes this file, as one unit, so these kernels see your functions.
+// make_policy, ...), which ptx_cp_async_device.cuh declares. The build compiles
+// ptx_cp_async.cu, then ptx_cp_async_launch.cu, which includes this file, as one unit, where
+// your definitions are.
 #pragma once
 
 #include <cstddef>

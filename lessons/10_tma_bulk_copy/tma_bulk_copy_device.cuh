@@ -143,3 +143,32 @@ __device__ inline void compute_into(std::uint32_t* results, const std::uint32_t*
 }
 
 }  // namespace tma_bulk_copy::device
+
+namespace tma_bulk_copy {
+
+// ---- Defined in tma_bulk_copy.cu (your file) -----------------------------------------------
+// Declared here for tma_bulk_copy_launch.cu, so that it compiles on its own (tools/compile_alone.py
+// checks that it does); the build compiles your file and tma_bulk_copy_launch.cu as one unit, where
+// the definitions are.
+namespace {
+
+/// 1. One buffer, cuda::ptx: the bulk copy in, the compute (when Compute), the bulk copy
+/// out. V is Variant::single_ptx or one of its deliberately broken variants.
+template <Variant V, bool Compute>
+__global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
+                                  std::uint32_t* __restrict__ out, std::size_t n,
+                                  int vectors_per_thread, TestHooks hooks);
+/// 2. One buffer, cuda::barrier: the same steps through cuda::memcpy_async.
+template <bool Compute>
+__global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
+                                      std::uint32_t* __restrict__ out, std::size_t n,
+                                      int vectors_per_thread, TestHooks hooks);
+/// 3. The multi-stage TMA pipeline.
+template <int Stages>
+__global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
+                                std::uint32_t* __restrict__ out, std::size_t n,
+                                int vectors_per_thread, TestHooks hooks);
+
+}  // namespace
+
+}  // namespace tma_bulk_copy

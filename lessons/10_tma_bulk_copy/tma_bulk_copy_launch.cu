@@ -1,8 +1,8 @@
 // Lesson 10's launchers: argument checks (sizes and alignment a bulk copy needs, before any
 // launch), the choice of kernel for a variant and a stage count, the shared-memory opt-in,
 // the occupancy query and the error word of the bounded waits. Read-only: the build compiles
-// this file in one unit with tma_bulk_copy.cu (yours, and separately the solution's), so it
-// sees the kernels there.
+// this file in one unit with tma_bulk_copy.cu (yours, and separately the solution's), which
+// defines the kernels; tma_bulk_copy_device.cuh declares them.
 #include <cstdint>
 #include <stdexcept>
 #include <string>

@@ -99,4 +99,39 @@ __device__ inline void multicast_load_box(const CUtensorMap* map, void* smem, st
 #endif
 }
 
+// ---- Defined in tma_tensor_copy.cu (your file) -------------------------------------------
+// Declared here for tma_tensor_copy_tile_copy.cuh and tma_tensor_copy_launch.cu, so that they
+// compile on their own (tools/compile_alone.py checks that they do); the build compiles your
+// file and tma_tensor_copy_launch.cu as one unit, where the definitions are.
+
+namespace {
+#if __CUDA_ARCH__ >= 900
+/// TODO 1 (one thread): this phase of `bar` (initialised with one arrival) waits for `bytes`.
+__device__ inline void expect_bytes(std::uint64_t* bar, std::uint32_t bytes);
+/// TODO 2 (one thread): the box of `map` whose first element is (row, col) is on its way into
+/// `smem`, its bytes counted on `bar`.
+__device__ inline void load_box(const CUtensorMap* map, void* smem, std::uint64_t* bar, int row,
+                                int col);
+/// TODO 3 (one thread): the box in `smem` is on its way to `map` at `coords` (innermost first).
+template <int Rank>
+__device__ inline void store_box(const CUtensorMap* map, const void* smem,
+                                 const std::int32_t (&coords)[Rank]);
+#endif
+}  // namespace
+
+/// out = in^T, tile by tile through swizzled boxes (the layout S).
+template <Swizzle S>
+__global__ void __launch_bounds__(kTransposeThreads)
+    transpose_kernel(const __grid_constant__ CUtensorMap in_map, float* __restrict__ out, int rows,
+                     int cols, long long out_ld, int tiles_x, int tiles, int stages, int misalign);
+
+/// Cluster c (of C blocks) handles tiles c, c + clusters, ...; every block of it needs the
+/// whole tile: plain loads, or multicast loads (`multicast`), the plain ones out of step when
+/// `stagger`.
+__global__ void __launch_bounds__(kBroadcastThreads)
+    broadcast_kernel(const __grid_constant__ CUtensorMap tile_map,
+                     const __grid_constant__ CUtensorMap slice_map,
+                     const __grid_constant__ CUtensorMap out_map, int tiles_x, int tiles,
+                     int stages, bool multicast, bool stagger, bool poison_after_wait);
+
 }  // namespace tma_tensor_copy

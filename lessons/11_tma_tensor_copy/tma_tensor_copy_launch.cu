@@ -2,8 +2,8 @@
 // shared-memory attributes, the cluster launch, the wait-timeout report, and the small
 // kernel the out-of-bounds tests use to see a tile as it landed in shared memory. Read-only: the
 // build compiles this file in one unit with tma_tensor_copy.cu (yours, and separately the
-// solution's), so it sees the kernels there; the tile copy kernel is in
-// tma_tensor_copy_tile_copy.cuh.
+// solution's), which defines the kernels (tma_tensor_copy_device.cuh declares them); the tile
+// copy kernel is in tma_tensor_copy_tile_copy.cuh.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -15,6 +15,7 @@
 #include "course/device.h"
 #include "course/launch.h"
 #include "tma_tensor_copy.cuh"
+#include "tma_tensor_copy_device.cuh"
 #include "tma_tensor_copy_tile_copy.cuh"
 
 namespace tma_tensor_copy {

@@ -1,7 +1,7 @@
 // Lesson 11's tile copy kernel. Read-only: it puts your expect_bytes, load_box and
-// store_box (TODOs 1-3 in tma_tensor_copy.cu) to work. The build compiles
-// tma_tensor_copy.cu, then tma_tensor_copy_launch.cu, which includes this file, as one unit,
-// so this kernel sees your functions.
+// store_box (TODOs 1-3 in tma_tensor_copy.cu) to work; tma_tensor_copy_device.cuh declares
+// them. The build compiles tma_tensor_copy.cu, then tma_tensor_copy_launch.cu, which includes
+// this file, as one unit, where your definitions are.
 #pragma once
 
 #include <cuda/ptx>

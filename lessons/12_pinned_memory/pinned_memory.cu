@@ -31,15 +31,6 @@
 #include "course/stats.h"
 
 namespace pinned_memory {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double microseconds(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
-
-}  // namespace
 
 // ---- Host memory of every kind -------------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include <cuda/std/span>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -182,5 +183,19 @@ struct HostAccess {
 /// the CPU caches, which is what this measures. Throws std::invalid_argument when
 /// `bytes` exceeds the buffer, is not a multiple of 4, is 0, or reps < 1.
 HostAccess measure_host_access(const HostBuffer& buffer, std::size_t bytes, int reps);
+
+namespace {
+
+// ---- The host clock ------------------------------------------------------------------------
+// Both pinned_memory.cu (TODO 3) and the measurements of pinned_memory_launch.cu time with it.
+
+using Clock = std::chrono::steady_clock;
+
+/// `d` in microseconds.
+inline double microseconds(Clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+}  // namespace
 
 }  // namespace pinned_memory

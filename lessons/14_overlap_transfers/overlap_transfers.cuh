@@ -242,4 +242,23 @@ std::string timeline_csv_path(const std::string& main_csv);
 void write_timeline_csv(const std::string& path, const std::string& lesson, const std::string& gpu,
                         int chunks, const std::vector<TimelineRun>& runs);
 
+// ---- Defined in overlap_transfers.cu (your file) -------------------------------------------
+// Declared here for overlap_transfers_launch.cu, so that it compiles on its own
+// (tools/compile_alone.py checks that it does); the build compiles your file and
+// overlap_transfers_launch.cu as one unit, where the definitions are.
+namespace {
+
+/// The kernel (given): `rounds` times value += sqrt(sin^2 x + cos^2 x) on each of the
+/// `count` floats at `data`, a grid-stride loop.
+__global__ void trig_rounds_kernel(float* __restrict__ data, std::size_t count, int rounds);
+
+/// Sequential (given): the whole array as one chunk, its three operations on `stream`.
+void issue_sequential(const Job& job, cudaStream_t stream, Timeline* timeline);
+/// TODO 1, async V1: chunk by chunk, chunk c's three operations on streams[c].
+void issue_per_chunk(const Job& job, int chunks, const StreamSet& streams, Timeline* timeline);
+/// TODO 2, async V2: the same operations, issued operation by operation.
+void issue_by_operation(const Job& job, int chunks, const StreamSet& streams, Timeline* timeline);
+
+}  // namespace
+
 }  // namespace overlap_transfers

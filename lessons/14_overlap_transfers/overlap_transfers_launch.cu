@@ -2,7 +2,7 @@
 // copy or kernel launch of one chunk), the streams with their fork and join events, the
 // timeline's events, the CPU reference and the timeline CSV. Read-only: the build compiles
 // this file in one unit with overlap_transfers.cu (yours, and separately the solution's),
-// so it sees the kernel and the issue orders there.
+// which defines the kernel and the issue orders; overlap_transfers.cuh declares them.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

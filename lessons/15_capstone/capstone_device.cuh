@@ -374,5 +374,24 @@ __device__ inline void load_box(const CUtensorMap* map, void* smem, std::uint64_
 #endif
 }
 
+// ---- Defined in capstone.cu (your file) ----------------------------------------------------
+// Declared here for capstone_launch.cu, so that it compiles on its own (tools/compile_alone.py
+// checks that it does); the build compiles your file and capstone_launch.cu as one unit, where the
+// definitions are.
+
+/// Rung 4: a multi-stage cp.async pipeline. Vec: the matrices' rows are 16-byte aligned and
+/// their widths multiples of 4 (as for load_chunk).
+template <bool Vec, int Stages>
+__global__ void __launch_bounds__(kThreads, 1)
+    sgemm_cp_async_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
+                          float beta, float* c);
+
+/// Rung 5: a producer warpgroup fills each stage with TMA tensor loads.
+template <int Stages>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    sgemm_tma_kernel(const __grid_constant__ CUtensorMap a_map,
+                     const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
+                     float beta, float* c);
+
 }  // namespace
 }  // namespace capstone

@@ -1,7 +1,7 @@
 // Lesson 15's launchers: argument checks, the kernel for a rung, a path and a stage count, the
 // shared-memory opt-in, rung 5's tensor maps, the cuBLAS reference, and the tolerance check.
 // Read-only: the build compiles this file in one unit with capstone.cu (yours, and separately
-// the solution's).
+// the solution's), which defines rungs 4 and 5; capstone_device.cuh declares them.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "capstone.cuh"
+#include "capstone_device.cuh"
 #include "capstone_register_staged.cuh"
 #include "course/check.h"
 #include "course/device.h"

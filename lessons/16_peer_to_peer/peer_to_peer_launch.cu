@@ -3,7 +3,7 @@
 // halo ring. Read it, do not edit it: your file is peer_to_peer.cu.
 //
 // The build compiles this file in one unit with peer_to_peer.cu (yours, or the solution),
-// so that the launchers here instantiate your kernel template.
+// so that the launchers here instantiate your kernel template (peer_to_peer.cuh declares it).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "course/check.h"
 #include "course/data.h"
 #include "course/launch.h"
+#include "peer_to_peer.cuh"
 
 namespace peer_to_peer {
 

@@ -16,7 +16,9 @@
 # The read-only launchers beside it, lessons/<number>_<slug>/<slug>_launch.cu (validation,
 # attributes, dispatch), are compiled in one unit with the student's file and, separately,
 # with the solution's: a kernel template and the launcher that instantiates it must meet in
-# one translation unit. SOURCES are further read-only files of the lesson (a model it
+# one translation unit. The lesson's headers declare what the launchers use from the
+# student's file, so each read-only file also compiles alone (tools/compile_alone.py, ctest
+# lint.compile_alone). SOURCES are further read-only files of the lesson (a model it
 # teaches, say), compiled once and linked into every executable of the lesson.
 #
 # TEST_HOOKS: the lesson's kernels call the test-only hooks of course/batches.cuh (warps held

@@ -17,12 +17,12 @@ out=$(cd "$out" && pwd)
 work=${TMPDIR:-/tmp}/course-first-contact
 export CCACHE_DISABLE=1  # a new student's machine has nothing cached
 
-fresh_copy() {  # the tracked files as a clone would have them, without build outputs
+fresh_copy() {  # the files as a clone would have them, without build outputs
   rm -rf "$1" && mkdir -p "$1"
-  if [ -e "$root/.git" ]; then
+  if [ -e "$root/.git" ] && [ -z "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then
     git -C "$root" archive HEAD | tar -x -C "$1"
-  else
-    (cd "$root" && tar --exclude=./build --exclude=./.git -cf - .) | tar -x -C "$1"
+  else  # no repository, or a working tree that differs from it: copy what is there
+    (cd "$root" && tar --exclude=./build --exclude=./.git --exclude=./.bench -cf - .) | tar -x -C "$1"
   fi
 }
 
@@ -45,6 +45,7 @@ done_at=$(seconds)
 
 {
   echo "first contact on $(nproc) cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
+  echo "architectures built: $(grep -h '^CMAKE_CUDA_ARCHITECTURES' "$work"/*/build/*/CMakeCache.txt | sort -u | tr '\n' ' ')"
   echo "./course tour: ${tour_s} s, exit ${tour_rc}"
   echo "cmake --workflow --preset default: $(elapsed "$configured" "$done_at") s after a $(elapsed "$start" "$configured") s configure, exit ${workflow_rc}"
   grep -E 'tests passed|tests failed' "$out/workflow.log" | tail -n 1

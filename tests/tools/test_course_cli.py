@@ -805,8 +805,12 @@ class TourParsingTest(unittest.TestCase):
         self.assertEqual(runs[2].headline, "(no RESULT line)")
         table = tour.summary_table(runs)
         self.assertRegex(table, r"00\s+What this GPU can do\s+PASS\s+D2D 2.9 TB/s")
-        self.assertIn("1 of 3 lessons passed.", table)
+        self.assertIn("1 of 3 lessons passed; 1 skipped (this machine lacks what they need).", table)
         self.assertLessEqual(max(len(line) for line in table.splitlines()), 100)
+        self.assertFalse(tour.tour_succeeded(runs))  # lesson 02 crashed
+        self.assertTrue(tour.tour_succeeded(runs[:2]))  # a skip for a missing GPU is no failure
+        self.assertFalse(tour.tour_succeeded(runs[1:2]))  # nothing ran
+        self.assertFalse(tour.tour_succeeded([]))
 
 
 class ProbeParsingTest(unittest.TestCase):

@@ -15,7 +15,7 @@ from .catalog import CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, 
 from .errors import CourseError
 from .junit import read_junit
 from .starter import solution_without_markers, starter_pairs, strip_generated_header
-from .tour import LessonRun, lesson_run, summary_table
+from .tour import LessonRun, lesson_run, summary_table, tour_succeeded
 
 STUDENT_PRESET = "student"
 
@@ -518,7 +518,7 @@ def cmd_tour(root: Path, args: argparse.Namespace) -> int:
 
     print(f"\nTour summary ({probe.message})")
     print(summary_table(runs))
-    return 0 if runs and all(run.verdict == "PASS" for run in runs) else 1
+    return 0 if tour_succeeded(runs) else 1
 
 
 # --------------------------------------------------------------------------- parser

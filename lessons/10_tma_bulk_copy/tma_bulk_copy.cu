@@ -121,9 +121,16 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
                   V == Variant::broken_wrong_expect_tx ? kBrokenExtraBytes : 0);
     }
     bool arrived = false;
-    // TODO 3: afterwards, if `arrived`, batch k has landed in `staged` and is visible to
-    //         this thread: the phase of `full` that this round's copy completes is over
-    //         (device::wait_parity_bounded waits for a phase; false means it timed out).
+    if constexpr (V == Variant::broken_parity_not_flipped) {
+      // DELIBERATELY BROKEN (given, not yours): every round waits on parity 0. From round 1
+      // on, that phase is long over, so the wait returns at once and the block computes a
+      // batch that has not landed yet: the values are wrong, and the program says so.
+      arrived = device::wait_parity_bounded(&full, 0, kDataNeverArrived);
+    } else {
+      // TODO 3: afterwards, if `arrived`, batch k has landed in `staged` and is visible to
+      //         this thread: the phase of `full` that this round's copy completes is over
+      //         (device::wait_parity_bounded waits for a phase; false means it timed out).
+    }
     if (__syncthreads_or(!arrived)) break;  // a timed-out wait ends the block, every thread
     course::batches::hold_back(hold_ns);    // tests only: every warp but one computes late
     compute_and_store<Compute, Compute && V != Variant::broken_missing_proxy_fence>(

@@ -70,7 +70,8 @@ __device__ inline void load_tiles(const CUtensorMap* a_map, const CUtensorMap* b
     //         (m0, tile x kTileK) into stage.a_rows, counted on bar.a_landed, and the box of
     //         B at (tile x kTileK, n0) into stage.stage.b, counted on bar.full. Each of the
     //         two barriers' phase in progress has this thread's one arrival and expects its
-    //         box's bytes (sizeof the destination).
+    //         box's bytes (sizeof the destination). A tensor load's coordinates go innermost
+    //         dimension first: column, then row (lesson 11).
     (void)a_map; (void)b_map; (void)stage; (void)bar; (void)m0; (void)n0;
   }
 }

@@ -362,18 +362,6 @@ __device__ inline void take_registers() {
 #endif
 }
 
-/// One thread: the box of `map` whose first element is (row, col) is on its way into `smem`,
-/// its bytes counted on `bar` (coordinates go innermost first: column, then row).
-__device__ inline void load_box(const CUtensorMap* map, void* smem, std::uint64_t* bar, int row,
-                                int col) {
-#if __CUDA_ARCH__ >= 900
-  const std::int32_t coords[2] = {col, row};
-  ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem, map, coords, bar);
-#else
-  (void)map, (void)smem, (void)bar, (void)row, (void)col;
-#endif
-}
-
 // ---- Defined in capstone.cu (your file) ----------------------------------------------------
 // Declared here for capstone_launch.cu, so that it compiles on its own (tools/compile_alone.py
 // checks that it does); the build compiles your file and capstone_launch.cu as one unit, where the

@@ -78,15 +78,20 @@ __device__ inline void load_tiles(const CUtensorMap* a_map, const CUtensorMap* b
     //         (m0, tile x kTileK) into stage.a_rows, counted on bar.a_landed, and the box of
     //         B at (tile x kTileK, n0) into stage.stage.b, counted on bar.full. Each of the
     //         two barriers' phase in progress has this thread's one arrival and expects its
-    //         box's bytes (sizeof the destination).
+    //         box's bytes (sizeof the destination). A tensor load's coordinates go innermost
+    //         dimension first: column, then row (lesson 11).
     // BEGIN SOLUTION
     if (tile >= Stages) wait_parity(&bar.empty, (tile / Stages - 1) & 1);
+    const std::int32_t a_box[2] = {tile * kTileK, m0};  // (column, row) of A's box
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared,
                                    &bar.a_landed, sizeof(stage.a_rows));
-    load_box(a_map, stage.a_rows, &bar.a_landed, m0, tile * kTileK);
+    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, stage.a_rows, a_map, a_box,
+                              &bar.a_landed);
+    const std::int32_t b_box[2] = {n0, tile * kTileK};  // (column, row) of B's box
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &bar.full,
                                    sizeof(stage.stage.b));
-    load_box(b_map, stage.stage.b, &bar.full, tile * kTileK, n0);
+    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, stage.stage.b, b_map, b_box,
+                              &bar.full);
     // STARTER: (void)a_map; (void)b_map; (void)stage; (void)bar; (void)m0; (void)n0;
     // END SOLUTION
   }

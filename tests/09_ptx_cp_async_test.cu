@@ -52,6 +52,7 @@ std::string todos_of(Form form) {
   course::poison(out.data(), out.bytes());
   ptx_cp_async::prepare_copy_and_compute(in.cspan(), out.span(), config, shape, hold)(0);
   COURSE_CHECK(cudaDeviceSynchronize());
+  const unsigned long long gave_up = ptx_cp_async::take_wait_timeouts();  // also resets it
   const auto host_in = course::to_host(in.cspan());
   std::vector<std::uint32_t> expected(n);
   course::workload::reference(host_in, expected);
@@ -63,6 +64,11 @@ std::string todos_of(Form form) {
   const std::size_t batch =
       ptx_cp_async::batch_elements(shape.threads_per_block, config.vectors_per_thread);
   const std::string todos = todos_of(config.form) + (n % batch ? concerns_todos({3, 4}) : "");
+  if (gave_up != 0) {  // a phase that never completed: the values are wrong, and this is why
+    return ::testing::AssertionFailure()
+           << what << ": " << gave_up << " mbarrier wait(s) gave up after 2 s (a lost arrival, "
+           << "a wrong expected count or parity)" << todos;
+  }
   if (!c.ok()) return ::testing::AssertionFailure() << what << ": " << c.summary() << todos;
   std::vector<std::uint32_t> original(n);
   course::fill_hash_host(original, seed);

@@ -265,6 +265,10 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
   harness.headline("cg16");
   run_multi_stage(harness, w, s, gpu);
   if (options.quick && options.variant.empty()) run_every_stage_count(harness, s);
+  if (const unsigned long long gave_up = ptx_cp_async::take_wait_timeouts(); gave_up != 0) {
+    std::cout << "  " << gave_up << " mbarrier wait(s) gave up after 2 s: a batch's phase never "
+              << "completed (a lost arrival, a wrong count or parity), so its values are wrong\n";
+  }
   if (s.wants_prefix("tail-")) run_tail(harness, s);
   if (s.wants_prefix("cache-")) run_cache(harness, s, l2_bytes);
   add_targets(harness);

@@ -25,6 +25,7 @@
 
 #include "course/batches.cuh"
 #include "course/launch.h"
+#include "course/mbarrier.cuh"
 #include "register_staged.cuh"
 
 namespace ptx_cp_async {
@@ -135,7 +136,7 @@ __host__ __device__ constexpr int groups_allowed_pending(int ahead) { return ahe
 /// stage k % stages is used by batches k % stages, + stages, + 2 stages, ..., one phase
 /// each, and phases alternate parity 0, 1, 0, ...
 __host__ __device__ constexpr unsigned batch_parity(std::size_t k, int stages) {
-  return static_cast<unsigned>((k / static_cast<std::size_t>(stages)) & 1u);
+  return course::mbarrier::phase_parity(k / static_cast<std::size_t>(stages));
 }
 
 /// Tests only: every warp of a block but one waits before it starts a batch's copies and
@@ -159,6 +160,11 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
 /// prepare_copy_and_compute(in, out, config, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       const Config& config, LaunchShape shape, cudaStream_t stream);
+
+/// The number of the mbarrier forms' waits that gave up (after 2 s each: course/mbarrier.cuh)
+/// since the last call, and resets it to 0 (synchronises the device first). A kernel whose
+/// wait gave up still finishes, with wrong values; this says why they are wrong.
+unsigned long long take_wait_timeouts();
 
 /// The most blocks of `threads_per_block` threads one SM holds at once for this config's
 /// kernel, given its shared memory; 0 when one block does not fit. Throws

@@ -220,4 +220,6 @@ void probe_copy(const std::uint8_t* src, std::uint8_t* dst, ProbeForm form, unsi
   COURSE_CHECK_LAUNCH();
 }
 
+unsigned long long take_wait_timeouts() { return course::mbarrier::take_wait_timeouts(); }
+
 }  // namespace ptx_cp_async

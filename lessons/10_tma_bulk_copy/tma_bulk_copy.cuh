@@ -38,6 +38,7 @@
 
 #include "course/batches.cuh"
 #include "course/launch.h"
+#include "course/mbarrier.cuh"
 #include "register_staged.cuh"
 
 namespace tma_bulk_copy {
@@ -151,16 +152,15 @@ __host__ __device__ constexpr std::uint32_t bulk_bytes(std::size_t count) {
 }
 
 /// The mbarrier phase parity a waiter passes for its `round`-th use of one barrier
-/// (round 0 is the first): the parity flips every time the barrier completes a phase.
-__host__ __device__ constexpr std::uint32_t phase_parity(std::size_t round) {
-  return static_cast<std::uint32_t>(round & 1);
-}
+/// (round 0 is the first): the parity flips every time the barrier completes a phase
+/// (course/mbarrier.cuh).
+using course::mbarrier::phase_parity;
 
-/// How long one wait may take before the kernel gives up and records an error: 2 s of
-/// %globaltimer. A correct wait lasts microseconds; the bound only turns a hang (a wrong
-/// byte count, a missing arrival) into an error the host can report, and it stays far
-/// above anything a time-sliced or sanitised run can add.
-inline constexpr std::uint64_t kWaitTimeoutNs = 2'000'000'000ull;
+/// How long one wait may take before the kernel gives up and records an error: the course's
+/// bound (course/mbarrier.cuh), 2 s of %globaltimer. A correct wait lasts microseconds; the
+/// bound only turns a hang (a wrong byte count, a missing arrival) into an error the host can
+/// report, and it stays far above anything a time-sliced or sanitised run can add.
+inline constexpr std::uint64_t kWaitTimeoutNs = course::mbarrier::kWaitLimitNs;
 
 /// Bits of the error word the kernels set (take_wait_errors()).
 enum WaitError : unsigned {

@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "course/batches.cuh"
+#include "course/mbarrier.cuh"
 #include "tma_bulk_copy.cuh"
 
 namespace tma_bulk_copy::device {
@@ -37,35 +38,23 @@ __device__ inline void not_sm90(const std::uint32_t*, std::uint32_t*, std::size_
   if (threadIdx.x == 0) record_wait_error(kNotSm90, "this kernel needs compute capability 9.0");
 }
 
-/// Nanoseconds of the GPU's global timer (the same clock on every SM).
-__device__ inline std::uint64_t global_timer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-/// Waits until the phase of `bar` with parity `parity` has completed (mbarrier.try_wait.parity
-/// in a loop: each try suspends the thread in hardware for a while), for at most
-/// kWaitTimeoutNs. Returns true when it completed; otherwise records `error` and returns
-/// false, and the caller must leave its loop. Why bounded: a phase that never completes (an
-/// expect_tx count the copies never reach, a lost arrival) would otherwise hang the GPU and
-/// every test after it; the bound costs one timer read per failed try.
+/// Waits until the phase of `bar` with parity `parity` has completed, with the course's
+/// bounded wait (course/mbarrier.cuh: mbarrier.try_wait.parity in a loop, each try suspending
+/// the thread in hardware for a while, for at most kWaitTimeoutNs). Returns true when it
+/// completed; otherwise records `error` and returns false, and the caller must leave its
+/// loop. Why bounded: a phase that never completes (an expect_tx count the copies never
+/// reach, a lost arrival) would otherwise hang the GPU and every test after it.
 __device__ inline bool wait_parity_bounded(std::uint64_t* bar, std::uint32_t parity,
                                            unsigned error) {
   NV_IF_ELSE_TARGET(
       NV_PROVIDES_SM_90,
-      (if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
-       const std::uint64_t start = global_timer_ns();
-       while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
-         if (global_timer_ns() - start > kWaitTimeoutNs) {
-           record_wait_error(error, error == kDataNeverArrived
-                                        ? "a batch never arrived: the bounded wait on its full "
-                                          "barrier timed out (was the expect_tx count right?)"
-                                        : "a buffer was never released: the bounded wait on its "
-                                          "empty barrier timed out");
-           return false;
-         }
-       } return true;),
+      (if (course::mbarrier::wait_parity(bar, parity)) return true;
+       record_wait_error(error, error == kDataNeverArrived
+                                    ? "a batch never arrived: the bounded wait on its full "
+                                      "barrier timed out (was the expect_tx count right?)"
+                                    : "a buffer was never released: the bounded wait on its "
+                                      "empty barrier timed out");
+       return false;),
       ((void)bar; (void)parity; (void)error; record_wait_error(kNotSm90, "needs sm_90");
        return false;))
 }

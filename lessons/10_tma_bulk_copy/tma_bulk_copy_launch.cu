@@ -84,6 +84,7 @@ unsigned take_wait_errors() {
   COURSE_CHECK(cudaMemcpyFromSymbol(&errors, device::g_wait_errors, sizeof(errors)));
   const unsigned none = 0;
   COURSE_CHECK(cudaMemcpyToSymbol(device::g_wait_errors, &none, sizeof(none)));
+  (void)course::mbarrier::take_wait_timeouts();  // the bounded waits' own count, reset too
   return errors;
 }
 

@@ -175,11 +175,9 @@ int transpose_blocks_per_sm(const TransposeConfig& config);
 
 // ---- waits that cannot hang -------------------------------------------------------------
 
-/// How long a thread waits for one mbarrier phase before it gives up: 2 s. A tile arrives in
-/// microseconds; only a missing copy, a wrong byte count or a wrong parity waits longer.
-inline constexpr unsigned long long kWaitLimitNs = 2000000000ull;
-
-/// The number of mbarrier waits that gave up since the last call, and resets it to 0
+/// The number of mbarrier waits that gave up (after 2 s each: course/mbarrier.cuh; a tile
+/// arrives in microseconds, only a missing copy, a wrong byte count or a wrong parity waits
+/// longer) since the last call, and resets it to 0
 /// (synchronises the device first). A kernel whose wait gave up finishes anyway, with wrong
 /// data, instead of hanging; later waits in any kernel give up at once until this reset.
 unsigned long long take_wait_timeouts();

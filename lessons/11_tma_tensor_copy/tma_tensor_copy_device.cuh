@@ -2,7 +2,7 @@
 /// \brief Lesson 11: device helpers the kernels share (read-only): shared-memory addresses,
 /// the bounded mbarrier wait, and the multicast tensor load in inline PTX.
 ///
-/// Included once, by the kernels' file (tma_tensor_copy.cu); it defines g_wait_timeouts.
+/// Included by the kernels' file (tma_tensor_copy.cu) and the launch file, one unit.
 #pragma once
 
 #include <cuda.h>
@@ -10,14 +10,12 @@
 
 #include <cstdint>
 
+#include "course/mbarrier.cuh"
 #include "tma_tensor_copy.cuh"
 
 namespace tma_tensor_copy {
 
 namespace ptx = cuda::ptx;
-
-/// Waits that gave up (see wait_phase); read and reset by take_wait_timeouts().
-__device__ unsigned long long g_wait_timeouts;
 
 /// A pointer's address in this block's shared-memory window (PTX's shared operands).
 __device__ inline std::uint32_t smem_address(const void* p) {
@@ -29,30 +27,15 @@ __device__ inline unsigned char* align_shared(unsigned char* p, std::uint32_t al
   return p + (alignment - smem_address(p) % alignment) % alignment;
 }
 
-__device__ inline unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-/// Waits until the phase of `bar` with parity `parity` has completed, for at most
-/// kWaitLimitNs. Why bounded: a missing copy, a byte count that does not match what
-/// arrives, or a wrong parity leaves an mbarrier phase open for ever, and an unbounded wait
-/// hangs the GPU until the test's timeout kills the process, with no hint. Here the thread
-/// counts the failure in g_wait_timeouts and goes on (its data is wrong, the host reports
-/// it); once any wait gave up, later ones give up at once, so a broken kernel ends quickly.
+/// Waits until the phase of `bar` with parity `parity` has completed, with the course's
+/// bounded wait (course/mbarrier.cuh). Why bounded: a missing copy, a byte count that does
+/// not match what arrives, or a wrong parity leaves an mbarrier phase open for ever, and an
+/// unbounded wait hangs the GPU until the test's timeout kills the process, with no hint.
+/// Here a wait gives up after 2 s, is counted (take_wait_timeouts() reports it: the data is
+/// wrong) and returns; once any wait gave up, later ones give up at once, so a broken
+/// kernel ends quickly.
 __device__ inline void wait_phase(std::uint64_t* bar, std::uint32_t parity) {
-#if __CUDA_ARCH__ >= 900
-  if (ptx::mbarrier_try_wait_parity(bar, parity)) return;
-  if (*static_cast<volatile unsigned long long*>(&g_wait_timeouts) != 0) return;
-  const unsigned long long start = global_timer_ns();
-  while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
-    if (global_timer_ns() - start > kWaitLimitNs) {
-      atomicAdd(&g_wait_timeouts, 1ull);
-      return;
-    }
-  }
-#endif
+  (void)course::mbarrier::wait_parity(bar, parity);
 }
 
 /// Tests only (`on`): called right after a wait for the tensor stores, it overwrites the

@@ -337,16 +337,7 @@ int broadcast_max_active_clusters(const BroadcastConfig& config) {
 
 // ---- waits that gave up -----------------------------------------------------------------------
 
-unsigned long long take_wait_timeouts() {
-  COURSE_CHECK(cudaDeviceSynchronize());
-  unsigned long long count = 0;
-  COURSE_CHECK(cudaMemcpyFromSymbol(&count, g_wait_timeouts, sizeof(count)));
-  if (count != 0) {
-    const unsigned long long zero = 0;
-    COURSE_CHECK(cudaMemcpyToSymbol(g_wait_timeouts, &zero, sizeof(zero)));
-  }
-  return count;
-}
+unsigned long long take_wait_timeouts() { return course::mbarrier::take_wait_timeouts(); }
 
 void require_no_wait_timeouts(const std::string& what) {
   const unsigned long long count = take_wait_timeouts();

@@ -201,12 +201,8 @@ struct Config {
 course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha, const float* a,
                              const float* b, float beta, float* c);
 
-/// How long rung 5's mbarrier waits wait before they give up (2 s): a phase that never
-/// completes is a bug, reported by take_wait_timeouts() instead of hanging the GPU.
-inline constexpr unsigned long long kWaitLimitNs = 2000000000ull;
-
-/// The number of rung 5's mbarrier waits that gave up since the last call, and resets it to
-/// 0 (synchronises the device first). A kernel whose wait gave up still finishes, with
+/// The number of rung 5's mbarrier waits that gave up (after 2 s each: course/mbarrier.cuh)
+/// since the last call, and resets it to 0 (synchronises the device first). A kernel whose wait gave up still finishes, with
 /// wrong results: the driver and the tests ask after every checked run.
 unsigned long long take_wait_timeouts();
 

@@ -1,8 +1,8 @@
 // Lesson 15: the device helpers the rungs share (read-only): loading a 16-byte chunk of a
 // matrix, rung 2's micro-tile, the one tile of rungs 3-5 (where each thread computes, how it
 // multiplies a stage, how it writes its results, who copies which chunk of a stage), the
-// cp.async wrappers of lesson 09 for rung 4, and the mbarrier and tensor-load calls of
-// lessons 10-11 for rung 5.
+// cp.async wrappers of lesson 09 for rung 4, and rung 5's mbarriers with the course's bounded
+// wait (course/mbarrier.cuh).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "capstone.cuh"
+#include "course/mbarrier.cuh"
 
 
 namespace capstone {
@@ -301,7 +302,7 @@ __device__ inline void copy_stage(StageBuffer& stage, const StageCopyPlan& plan,
   }
 }
 
-// ---- mbarriers and tensor loads (lessons 10 and 11), for rung 5 ----------------------------
+// ---- mbarriers (lessons 10 and 11), for rung 5 ---------------------------------------------
 
 /// The mbarriers of one stage of rung 5.
 struct StageBarriers {
@@ -315,35 +316,11 @@ __device__ inline unsigned char* align_shared(unsigned char* p, std::uint32_t al
   return p + (alignment - shared_address(p) % alignment) % alignment;
 }
 
-/// Waits that gave up (see wait_parity); read and reset by take_wait_timeouts().
-__device__ unsigned long long g_wait_timeouts;
-
-__device__ inline unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-/// Waits until the phase of `bar` with parity `parity` has completed, for at most
-/// kWaitLimitNs. A missing arrival or a wrong parity would otherwise hang the GPU until the
-/// test's timeout; here the thread counts the failure in g_wait_timeouts and goes on (its
-/// results are wrong, the host reports it), and once any wait gave up, later ones give up
-/// at once, so a broken kernel ends quickly.
-__device__ inline void wait_parity(std::uint64_t* bar, std::uint32_t parity) {
-#if __CUDA_ARCH__ >= 900
-  if (ptx::mbarrier_try_wait_parity(bar, parity)) return;
-  if (*static_cast<volatile unsigned long long*>(&g_wait_timeouts) != 0) return;
-  const unsigned long long start = global_timer_ns();
-  while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
-    if (global_timer_ns() - start > kWaitLimitNs) {
-      atomicAdd(&g_wait_timeouts, 1ull);
-      return;
-    }
-  }
-#else
-  (void)bar, (void)parity;
-#endif
-}
+/// The course's bounded wait (course/mbarrier.cuh): waits for the phase of `bar` with
+/// parity `parity` for at most 2 s; a wait that gives up is counted (take_wait_timeouts()
+/// reports it) and returns, so a missing arrival or a wrong parity ends the kernel with
+/// wrong results instead of hanging the GPU.
+using course::mbarrier::wait_parity;
 
 /// setmaxnreg (sm_90a): this warpgroup's threads own `Count` registers each from here on (a
 /// producer gives registers back, the computing warps take them). Every warp of the

@@ -186,16 +186,7 @@ course::Launch prepare_sgemm(const Config& config, GemmShape shape, float alpha,
   };
 }
 
-unsigned long long take_wait_timeouts() {
-  COURSE_CHECK(cudaDeviceSynchronize());
-  unsigned long long count = 0;
-  COURSE_CHECK(cudaMemcpyFromSymbol(&count, g_wait_timeouts, sizeof(count)));
-  if (count != 0) {
-    const unsigned long long zero = 0;
-    COURSE_CHECK(cudaMemcpyToSymbol(g_wait_timeouts, &zero, sizeof(zero)));
-  }
-  return count;
-}
+unsigned long long take_wait_timeouts() { return course::mbarrier::take_wait_timeouts(); }
 
 course::Launch prepare_cublas_sgemm(GemmShape shape, float alpha, const float* a, const float* b,
                                     float beta, float* c) {

@@ -51,6 +51,7 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
                                        std::uint32_t* __restrict__ out, std::size_t n,
                                        unsigned hold_ns) {
   // uint4 so that the shared array is 16-byte aligned for the vector accesses.
+  // shared[i] : (batch) uint32, batch = T (fine) or V * T * 4 (coarse); T = blockDim.x
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);
 
@@ -64,7 +65,7 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
     const Batch b = course::batches::batch_of_block(k, batch, n);
 
     course::batches::hold_back(hold_ns);  // tests only: every warp but one stages late
-    stage_batch<G>(in + b.first, shared, b.count, batch);
+    stage_batch<G>(in + b.first, shared, b.count, batch);  // in[b.first + i] : (b.count)
 
     // TODO 2: no thread may go on to the compute step before every element that the
     //         block staged above is visible to it (it reads its partner's element,

@@ -27,6 +27,16 @@ enum class Granularity {
 /// 16-byte vectors each thread stages per batch at coarse granularity: four loads in
 /// flight per thread before the first store to shared memory.
 inline constexpr int kVectorsPerThread = 4;
+static_assert(course::batches::valid_vectors_per_thread(kVectorsPerThread),
+              "coarse batches move 1, 2, 4 or 8 vectors per thread: other counts leave a batch "
+              "that is not a whole number of 32-element partner groups");
+static_assert(course::batches::batch_elements(32, kVectorsPerThread) * sizeof(std::uint32_t) %
+                      16 == 0,
+              "a coarse batch must be whole 16-byte vectors, or its uint4 accesses misalign");
+static_assert(course::batches::batch_elements(1024, kVectorsPerThread) * sizeof(std::uint32_t) <=
+                  163 * 1024,
+              "a coarse batch of 1024 threads must fit the 163 KB of shared memory a block may "
+              "opt in to on sm_80, or the largest blocks cannot launch there");
 
 /// Grid and block size of a launch.
 struct LaunchShape {

@@ -74,7 +74,7 @@ __global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
                                      unsigned hold_ns) {
   // uint4 so that the buffer is 16-byte aligned, as 16-byte cp.async requires.
   extern __shared__ uint4 shared_storage[];
-  std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
   const cg::thread_block block = cg::this_thread_block();
 
   const std::size_t batch = batch_elements(G, blockDim.x);
@@ -87,6 +87,7 @@ __global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
     const Batch b = batch_of_block(k, batch, n);
 
     course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+    // in[b.first + i] : (b.count) -> shared[i] : (batch)
     copy_batch_async<G>(block, shared, in + b.first, b.count, batch);
 
     // TODO 2: no thread may go on to the compute step before the whole batch has landed
@@ -111,6 +112,7 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
                                        unsigned delay_ns, unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];
   // Two buffers of `batch` elements, back to back: buffer j starts at buffers + j * batch.
+  // buffers[j * batch + i] : (2, batch) uint32
   std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);
   const cg::thread_block block = cg::this_thread_block();
 
@@ -125,8 +127,8 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
 
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
-    std::uint32_t* current = buffers + (k % 2) * batch;
-    std::uint32_t* other = buffers + ((k + 1) % 2) * batch;
+    std::uint32_t* current = buffers + (k % 2) * batch;      // buffers[k % 2, :] : (batch)
+    std::uint32_t* other = buffers + ((k + 1) % 2) * batch;  // buffers[(k + 1) % 2, :] : (batch)
     course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
 
     // TODO 4: when this step ends, batch k has landed in `current` and is visible to every

@@ -61,6 +61,14 @@ __host__ __device__ constexpr std::size_t shared_bytes(Granularity granularity, 
          batch_elements(granularity, threads_per_block) * sizeof(std::uint32_t);
 }
 
+static_assert(batch_elements(Granularity::coarse, 1) * sizeof(std::uint32_t) % 16 == 0,
+              "a thread's share of a coarse batch must be whole 16-byte vectors: otherwise a "
+              "full batch's end, the next batch's start, is not 16-byte aligned and the "
+              "aligned_size_t<16> promise is false");
+static_assert(shared_bytes(Granularity::coarse, Buffering::double_buffered, 1024) <= 163 * 1024,
+              "two coarse batches of 1024 threads must fit the 163 KB a block may opt in to "
+              "on sm_80, or the largest double-buffered blocks cannot launch there");
+
 /// Validates the arguments and sets the kernel's shared-memory attribute, then returns the
 /// launch: calling it with a stream runs the copy-and-compute workload (course/workload.h)
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i. Each block stages its

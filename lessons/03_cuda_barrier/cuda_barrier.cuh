@@ -60,6 +60,13 @@ inline constexpr int kElementsPerThread = 16;
 /// Stage counts multi_stage accepts.
 inline constexpr int kMinStages = 2;
 inline constexpr int kMaxStages = 4;
+static_assert(kElementsPerThread % 8 == 0,
+              "two_buffers splits a batch in halves of whole 16-byte chunks: a thread's share "
+              "must be a multiple of 8 uint32, or the second half's start is misaligned");
+static_assert(kMinStages >= 2, "with fewer than 2 stages no refill overlaps the compute");
+static_assert(kMaxStages * 512 * kElementsPerThread * sizeof(std::uint32_t) <= 163 * 1024,
+              "kMaxStages batches of a 512-thread block must fit the 163 KB a block may opt in "
+              "to on sm_80 (the launcher checks larger blocks against the device)");
 
 /// Grid, block and pipeline depth of a launch.
 struct LaunchShape {

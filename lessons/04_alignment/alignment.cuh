@@ -133,9 +133,24 @@ inline constexpr std::size_t kStageBoundary = 128;
 /// 16) as the source, which is what lets a misaligned source use 16-byte copies.
 inline constexpr std::size_t kMatchSource = ~std::size_t{0};
 
-/// Dynamic shared memory of one block: a batch, plus room to align the buffer to
-/// kStageBoundary and to move it up to kStageBoundary - 1 bytes past that boundary.
-constexpr std::size_t shared_bytes() { return kBatchBytes + 2 * kStageBoundary; }
+/// Dynamic shared memory of one block, the one place its layout is computed (the kernel
+/// and the launcher both call it):
+///   [0, pad)                 up to kStageBoundary - 1 bytes to the first boundary
+///   [pad, pad + offset)      the stage offset, below kStageBoundary
+///   [.., .. + kBatchBytes)   the staging buffer: one batch
+__host__ __device__ constexpr std::size_t shared_bytes() {
+  return kBatchBytes + 2 * kStageBoundary;
+}
+
+static_assert(kStageBoundary % 16 == 0 && (kStageBoundary & (kStageBoundary - 1)) == 0,
+              "the stage boundary must be a power of two of at least 16 bytes, or an offset "
+              "of 0 no longer means a 16-byte aligned buffer");
+static_assert(kBatchBytes % kStageBoundary == 0,
+              "a batch must be whole stage boundaries, or batch k of an array starts with a "
+              "different misalignment than the array itself");
+static_assert(shared_bytes() <= 48 * 1024,
+              "the launcher does not opt in to more than the 48 KB of dynamic shared memory "
+              "every block may use: a larger batch fails to launch");
 
 /// Grid and block size of a launch.
 struct LaunchShape {

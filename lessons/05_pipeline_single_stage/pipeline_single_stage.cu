@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kMaxThreads)
                         std::size_t n, unsigned hold_ns) {
   // uint4: the buffer is 16-byte aligned for the 16-byte copies and vector reads.
   extern __shared__ uint4 shared_storage[];
-  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
 
   // This thread's own pipeline: a counter of its cp.async groups (2 bytes), no shared
   // state, no initialisation, no block-wide sync.
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     block_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
                        std::size_t n, unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];
-  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
 
   // One stage of shared state: a "produced" and a "consumed" mbarrier and a reference
   // count (24 bytes). Every thread must call make_pipeline(): thread 0 initialises both

@@ -56,10 +56,14 @@ inline constexpr int kVectorsPerThread = register_staged::kVectorsPerThread;
 /// The largest block the launcher accepts; the kernels' __launch_bounds__ say so, which keeps
 /// each of them within the 64 registers per thread that such a block may use.
 inline constexpr int kMaxThreads = 1024;
+static_assert(kMaxThreads % 32 == 0 && kMaxThreads <= 1024,
+              "blocks are whole warps and at most 1024 threads, or the launch fails");
 
 /// The pipeline's stage count: one shared buffer, one stage. A template argument of
 /// `cuda::pipeline_shared_state` (a `uint8_t`); lesson 06 makes it larger.
 inline constexpr int kStages = 1;
+static_assert(kStages >= 1 && kStages <= 255,
+              "pipeline_shared_state's stage count is a uint8_t of at least 1");
 
 /// Elements one block stages per batch: threads x 4 vectors x 4 uint32 (4096 elements,
 /// 16 KB, at 256 threads; course::batches::batch_elements). A multiple of 128, so a batch
@@ -80,6 +84,13 @@ __host__ __device__ constexpr std::size_t shared_bytes(int threads_per_block) {
 __host__ __device__ constexpr std::size_t pipeline_shared_state_bytes(int stages) {
   return 16 * static_cast<std::size_t>(stages) + 8;
 }
+
+static_assert(batch_elements(1) * sizeof(std::uint32_t) % 16 == 0,
+              "a thread's share of a batch must be whole 16-byte vectors: otherwise batch k "
+              "does not start 16-byte aligned and the aligned_size_t<16> promise is false");
+static_assert(shared_bytes(kMaxThreads) + pipeline_shared_state_bytes(kStages) <= 163 * 1024,
+              "the batch and the pipeline state of the largest block must fit the 163 KB a "
+              "block may opt in to on sm_80, or that block cannot launch there");
 
 /// Tests only: every warp of a block but one waits before it copies a batch and before it
 /// reads one (course::batches::hold_back), so that a wait or a sync that covers only its own

@@ -74,7 +74,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
                                 std::uint32_t* __restrict__ out, std::size_t n,
                                 int vectors_per_thread, unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];  // Stages batches; uint4: 16-byte aligned
-  std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);  // (Stages, batch)
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
   course::batches::poison_shared(buffers, Stages * batch * sizeof(std::uint32_t), hold_ns);
@@ -87,6 +87,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   cuda::pipeline<cuda::thread_scope_block> pipe = cuda::make_pipeline(block, &state);
 
   std::size_t fetched = 0;  // batches whose copies have been issued (and committed)
+  // batch j lives in buffers[j % Stages, :]: a ring of Stages buffers of `batch` elements
   for (std::size_t k = 0; k < mine; ++k) {
     course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
     // TODO 2: producer side. Afterwards every batch below min(k + Stages, mine) has been
@@ -98,6 +99,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
     //         stage) have landed in shared memory.
 
     course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
+    // buffers[k % Stages, :] : (batch), the oldest stage
     compute_batch(buffers + (k % Stages) * batch, out, batch_of_block(k, batch, n), batch, n);
 
     // TODO 4: this thread is done reading batch k: afterwards its stage may be refilled
@@ -134,6 +136,7 @@ __device__ void primitives_schedule(const std::uint32_t* __restrict__ in,
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
   const std::size_t vectors_per_batch = batch / 4;
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
+  // buffer(k) = shared_storage[k % Stages, :] of (Stages, vectors_per_batch) uint4
   auto buffer = [&](std::size_t k) { return shared_storage + (k % Stages) * vectors_per_batch; };
   course::batches::poison_shared(shared_storage, Stages * batch * sizeof(std::uint32_t), hold_ns);
 

@@ -65,6 +65,9 @@ inline const char* name(Interface interface) {
 /// shared state is `pipeline_shared_state<scope, uint8_t Stages>`).
 inline constexpr int kMinStages = 2;
 inline constexpr int kMaxStages = 8;
+static_assert(kMinStages >= 2,
+              "one stage is lesson 05: with fewer than 2 no copy overlaps the compute");
+static_assert(kMaxStages <= 255, "pipeline_shared_state's stage count is a uint8_t");
 
 /// What one launch does: the interface, the number of stages (shared buffers) and the
 /// batch granularity, in 16-byte vectors each thread copies per batch (1, 2, 4 or 8).
@@ -93,6 +96,12 @@ __host__ __device__ constexpr std::size_t shared_bytes(const Config& config,
   return static_cast<std::size_t>(config.stages) *
          batch_elements(threads_per_block, config.vectors_per_thread) * sizeof(std::uint32_t);
 }
+static_assert(batch_elements(1, 1) * sizeof(std::uint32_t) % 16 == 0,
+              "a thread's share of a batch must be whole 16-byte vectors, or buffer k of a "
+              "Stages-deep ring is not 16-byte aligned for the 16-byte cp.async");
+static_assert(shared_bytes(Config{}, 256) <= 163 * 1024,
+              "the default configuration at 256 threads must fit the 163 KB a block may opt "
+              "in to on sm_80 (larger ones are checked against the device at run time)");
 
 /// How many batches the correct kernels keep in flight ahead of the one being computed:
 /// stages - 1, because the batch being computed occupies the last buffer.
@@ -103,6 +112,9 @@ __host__ __device__ constexpr int batches_ahead(int stages) { return stages - 1;
 /// groups (one per batch, empty ones included); batch k is group k, so ahead - 1 newer
 /// groups may still be pending. (Values above 8 would be clamped to 8 by the primitives.)
 __host__ __device__ constexpr int groups_allowed_pending(int ahead) { return ahead - 1; }
+static_assert(groups_allowed_pending(kMaxStages) <= 8,
+              "__pipeline_wait_prior clamps its argument to 8: a deeper schedule (the broken "
+              "kernel's Ahead = Stages included) would wait for a newer batch than it means");
 
 /// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of
 /// the chunk's 16 bytes lie past the data (0 for a whole chunk, 16 for a chunk entirely

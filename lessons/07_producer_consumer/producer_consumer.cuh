@@ -68,6 +68,11 @@ inline constexpr int kMaxWarps = 1024 / kWarpSize;
 inline constexpr int kDefaultBatchVectors = 1024;
 /// The largest batch the launcher accepts: 4096 vectors = 64 KB.
 inline constexpr int kMaxBatchVectors = 4096;
+static_assert(kDefaultBatchVectors % 8 == 0 && kMaxBatchVectors % 8 == 0,
+              "a batch must be a multiple of 8 vectors (32 elements), or a partner leaves its "
+              "batch and the consumers read an element nobody staged");
+static_assert(kDefaultBatchVectors <= kMaxBatchVectors,
+              "the default batch must be one the launcher accepts");
 
 /// What one launch does. The block has (producer_warps + consumer_warps) x 32 threads;
 /// the batch size does not depend on them, so 1 producer + 4 consumers and 1 producer +
@@ -107,6 +112,11 @@ __host__ __device__ constexpr std::size_t batch_bytes(const Config& config) {
 __host__ __device__ constexpr std::size_t shared_bytes(const Config& config) {
   return static_cast<std::size_t>(config.stages) * batch_bytes(config);
 }
+static_assert(threads_per_block(Config{}) <= kMaxWarps * kWarpSize,
+              "the default producer and consumer warps must fit one block of 1024 threads");
+static_assert(shared_bytes(Config{}) <= 163 * 1024,
+              "the default stages of the default batch must fit the 163 KB a block may opt in "
+              "to on sm_80, or the driver's default launch fails there");
 
 /// 16-byte cp.async instructions each producer thread issues for one full batch: the
 /// producer warps share the whole batch. 16 KB with one producer warp: 32 per thread and

@@ -41,6 +41,17 @@ inline constexpr int kVectorsPerThread = 4;
 /// Each warp arrives on its counting barrier in at most this many rounds: the barrier's
 /// expected count, 32 x rounds + 1, must stay below an mbarrier's limit of 2^20 - 1.
 inline constexpr int kMaxCountedRounds = 4096;
+static_assert(kStages >= kBatchesAhead + 2,
+              "the buffer batch k + kBatchesAhead refills must have held a batch that every "
+              "thread finished before the previous step's barrier: one barrier per batch needs "
+              "kBatchesAhead + 2 buffers, or a refill overwrites a batch still being read");
+static_assert(course::batches::valid_vectors_per_thread(kVectorsPerThread),
+              "1, 2, 4 or 8 vectors per thread: a batch of whole 32-element groups");
+static_assert(kAllowedPending <= kWaitPriorClamp,
+              "__pipeline_wait_prior clamps its argument at 8: a larger one waits for less");
+static_assert(static_cast<long long>(kWarpSize) * kMaxCountedRounds + 1 < (1 << 20) - 1,
+              "a warp's counting barrier expects 32 x rounds + 1 arrivals, which must stay "
+              "below an mbarrier's limit of 2^20 - 1, or its init is undefined");
 
 /// Grid and block size of a launch.
 struct LaunchShape {
@@ -58,6 +69,9 @@ __host__ __device__ constexpr std::size_t batch_elements(int threads_per_block) 
 __host__ __device__ constexpr std::size_t shared_bytes(int threads_per_block) {
   return kStages * batch_elements(threads_per_block) * sizeof(std::uint32_t);
 }
+static_assert(shared_bytes(512) <= 163 * 1024,
+              "kStages batches of a 512-thread block must fit the 163 KB a block may opt in to "
+              "on sm_80 (the launcher checks larger blocks against the device)");
 
 // The block's batches, and the zero-filled tail (course/batches.cuh), under the names the
 // tests use.

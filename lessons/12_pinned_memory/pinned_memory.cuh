@@ -56,6 +56,9 @@ unsigned host_alloc_flags(HostMemory kind);
 /// The page size cudaHostRegister works in: registered buffers start on a page and
 /// cover whole pages, so two buffers never share (and never both try to pin) one page.
 inline constexpr std::size_t kPageBytes = 4096;
+static_assert(kPageBytes % 16 == 0 && (kPageBytes & (kPageBytes - 1)) == 0,
+              "a page is a power of two of whole 16-byte vectors, or a buffer's start is no "
+              "longer aligned for the widest copies");
 
 /// `bytes` rounded up to whole pages: what a registered buffer of `bytes` bytes locks.
 inline constexpr std::size_t whole_pages(std::size_t bytes) {

@@ -97,6 +97,8 @@ inline constexpr std::uint32_t kStoppedByCap = 2;
 /// Threads of the one block a spin kernel launches: small, so two spins fit on the GPU at
 /// once (they could even share one SM).
 inline constexpr int kSpinThreads = 32;
+static_assert(kSpinThreads % 32 == 0 && kSpinThreads <= 1024,
+              "a spin block is whole warps of at most 1024 threads, or the launch fails");
 
 /// The longest spin launch_spin() accepts (10 s): nothing in the course needs more.
 inline constexpr std::uint64_t kMaxSpinNs = 10'000'000'000ull;
@@ -108,6 +110,8 @@ inline constexpr std::uint64_t kMaxSpinNs = 10'000'000'000ull;
 constexpr std::uint64_t spin_iteration_cap(std::uint64_t duration_ns) {
   return 4 * duration_ns + 1024;
 }
+static_assert(spin_iteration_cap(kMaxSpinNs) / 4 >= kMaxSpinNs,
+              "the cap of the longest spin must not overflow, or it ends the spin early");
 
 /// Enqueues on `stream` one block of kSpinThreads threads that spins for `duration_ns`
 /// nanoseconds of GPU time (0: just stamps the time) and then writes `*record` (device

@@ -38,6 +38,7 @@ namespace {
 /// every element.
 __global__ void trig_rounds_kernel(float* __restrict__ data, std::size_t count, int rounds) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  // data[i] : (count), i = g, g + G, ... (g = blockIdx.x * blockDim.x + threadIdx.x, G = stride)
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
        i += stride) {
     float value = data[i];

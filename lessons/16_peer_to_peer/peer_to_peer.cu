@@ -55,6 +55,8 @@ PeerLink connect(int a, int b) {
 
 template <class V>
 __global__ void peer_copy_kernel(const std::byte* src, std::byte* dst, std::size_t bytes) {
+  static_assert(alignof(V) == sizeof(V) && (sizeof(V) & (sizeof(V) - 1)) == 0,
+                "V must be a power-of-two size aligned to it, or one V is not one load");
   // src, dst: sizeof(V)-aligned; bytes: any count. Thread t of the grid (t = blockIdx.x x
   // blockDim.x + threadIdx.x, T threads in all) copies vectors t, t + T, t + 2T, ...
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;

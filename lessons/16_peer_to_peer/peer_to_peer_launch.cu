@@ -85,6 +85,10 @@ struct AsyncShared {                // the kernel's shared memory: 16 KiB per bl
   uint4 slot[kAsyncVectors][kAsyncThreads];
 };
 static_assert(sizeof(AsyncShared) == kAsyncVectors * kAsyncThreads * 16, "one slot per copy");
+static_assert(kAsyncThreads % 32 == 0 && kAsyncThreads <= 1024,
+              "blocks of whole warps, at most 1024 threads, or the launch fails");
+static_assert(sizeof(AsyncShared) <= 48 * 1024,
+              "static shared memory above 48 KB does not compile: the slots must fit");
 
 __device__ void cp_async_16(void* shared_dst, const void* global_src) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
@@ -106,6 +110,7 @@ __global__ void peer_pull_cp_async_kernel(const std::byte* src, std::byte* dst, 
   const std::size_t per_round = per_block * gridDim.x;
   for (std::size_t base = blockIdx.x * per_block; base < vectors; base += per_round) {
     for (int v = 0; v < kAsyncVectors; ++v) {
+      // in[base + v * T + t] : (V, T) -> smem.slot[v][t] : (V, T)
       const std::size_t i = base + static_cast<std::size_t>(v) * kAsyncThreads + threadIdx.x;
       if (i < vectors) cp_async_16(&smem.slot[v][threadIdx.x], in + i);
     }
@@ -113,6 +118,7 @@ __global__ void peer_pull_cp_async_kernel(const std::byte* src, std::byte* dst, 
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     // Each thread reads back only the slots it filled itself: no block barrier needed.
     for (int v = 0; v < kAsyncVectors; ++v) {
+      // smem.slot[v][t] : (V, T) -> out[base + v * T + t]
       const std::size_t i = base + static_cast<std::size_t>(v) * kAsyncThreads + threadIdx.x;
       if (i < vectors) out[i] = smem.slot[v][threadIdx.x];
     }

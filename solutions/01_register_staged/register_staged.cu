@@ -45,10 +45,13 @@ __device__ void stage_batch(const std::uint32_t* __restrict__ batch_in, std::uin
     uint4* shared4 = reinterpret_cast<uint4*>(shared);
     uint4 staged[kVectorsPerThread];  // the registers the pattern is named after
 #pragma unroll
-    for (int v = 0; v < kVectorsPerThread; ++v) staged[v] = in4[v * blockDim.x + threadIdx.x];
+    for (int v = 0; v < kVectorsPerThread; ++v)  // in4[v * T + t] : (V, T) -> staged[v] : (V)
+      staged[v] = in4[v * blockDim.x + threadIdx.x];
 #pragma unroll
-    for (int v = 0; v < kVectorsPerThread; ++v) shared4[v * blockDim.x + threadIdx.x] = staged[v];
+    for (int v = 0; v < kVectorsPerThread; ++v)  // staged[v] : (V) -> shared4[v * T + t] : (V, T)
+      shared4[v * blockDim.x + threadIdx.x] = staged[v];
   } else {
+    // shared[i] : (count), i = t, t + T, ... : one uint32 per thread and step
     for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) shared[i] = batch_in[i];
   }
   // STARTER: (void)batch_in; (void)shared; (void)count; (void)batch;
@@ -63,6 +66,7 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
                                        std::uint32_t* __restrict__ out, std::size_t n,
                                        unsigned hold_ns) {
   // uint4 so that the shared array is 16-byte aligned for the vector accesses.
+  // shared[i] : (batch) uint32, batch = T (fine) or V * T * 4 (coarse); T = blockDim.x
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);
 
@@ -76,7 +80,7 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
     const Batch b = course::batches::batch_of_block(k, batch, n);
 
     course::batches::hold_back(hold_ns);  // tests only: every warp but one stages late
-    stage_batch<G>(in + b.first, shared, b.count, batch);
+    stage_batch<G>(in + b.first, shared, b.count, batch);  // in[b.first + i] : (b.count)
 
     // TODO 2: no thread may go on to the compute step before every element that the
     //         block staged above is visible to it (it reads its partner's element,

@@ -88,7 +88,7 @@ __device__ void copy_two_buffers(const Group& group, std::uint32_t* dst, const s
   const std::size_t half = batch / 2;  // elements; a multiple of 16 (batch = 16 x threads)
   uint4* vectors = reinterpret_cast<uint4*>(dst);  // buffer 1: half / 4 uint4
   const uint4* vectors_src = reinterpret_cast<const uint4*>(src);
-  std::uint32_t* words = dst + half;  // buffer 2: half uint32
+  std::uint32_t* words = dst + half;  // buffer 2: half uint32; dst : (2, half) uint32
   const std::uint32_t* words_src = src + half;
   // TODO 4: copy buffer 1 with cuda::memcpy_async and a plain byte count (record the result in
   //         kBatchCopy), then buffer 2 with copy_aligned (record it in kSecondCopy).
@@ -105,7 +105,7 @@ __device__ void copy_two_buffers(const Group& group, std::uint32_t* dst, const s
 template <Copy C, class Group, class Barrier>
 __device__ void copy_batch(const Group& group, std::uint32_t* staged, const std::uint32_t* in,
                            Batch b, std::size_t batch, Barrier& barrier, std::uint32_t* report) {
-  const std::uint32_t* src = in + b.first;
+  const std::uint32_t* src = in + b.first;  // src[i] = in[b.first + i] : (b.count)
   if constexpr (C == Copy::words) {  // a plain byte count works for any count
     const auto promised = copy_words(group, staged, src, b.count, barrier);
     if (b.count == batch) record(report, kBatchCopy, promised);
@@ -186,8 +186,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   static_assert(kMinStages <= Stages && Stages <= kMaxStages, "2..4 stages");
   extern __shared__ uint4 shared_storage[];  // Stages buffers of one batch each
   __shared__ BlockBarrier barriers[2 * Stages];
-  BlockBarrier* full = barriers;
-  BlockBarrier* empty = barriers + Stages;
+  BlockBarrier* full = barriers;            // barriers[0, s] : (2, Stages)
+  BlockBarrier* empty = barriers + Stages;  // barriers[1, s]
   const auto block = cg::this_thread_block();
   init_block_barriers(block, barriers, 2 * Stages);
 
@@ -195,6 +195,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   const std::size_t my_batches = course::batches::batches_of_block(
       course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
   const auto buffer = [&](std::size_t j) {
+    // shared_storage as (Stages, batch) uint32: buffer(j) = [j % Stages, :]
     return reinterpret_cast<std::uint32_t*>(shared_storage) + (j % Stages) * batch;
   };
   const auto fill = [&](std::size_t j) {

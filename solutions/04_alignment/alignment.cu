@@ -43,6 +43,7 @@ __host__ __device__ constexpr Split split_range(std::uintptr_t first, std::size_
 /// Synchronous block-strided copy of `count` bytes with ordinary loads and stores.
 __device__ void copy_bytes(const cg::thread_block& block, std::uint8_t* dst,
                            const std::uint8_t* src, std::size_t count) {
+  // dst[i] = src[i] : (count), i = r, r + B, ... (r: rank, B: block size)
   for (std::size_t i = block.thread_rank(); i < count; i += block.size()) dst[i] = src[i];
 }
 
@@ -55,6 +56,7 @@ __device__ void write_back_as(const cg::thread_block& block, std::uint8_t* out,
   copy_bytes(block, out, stage, s.head);
   const Word* from = reinterpret_cast<const Word*>(stage + s.head);
   Word* to = reinterpret_cast<Word*>(out + s.head);
+  // to[i] = from[i] : (body / sizeof(Word)) words past the head
   for (std::size_t i = block.thread_rank(); i < s.body / sizeof(Word); i += block.size()) {
     to[i] = from[i];
   }
@@ -125,6 +127,7 @@ __device__ unsigned copy_peeled_at(const cg::thread_block& block, std::uint8_t* 
   //         cuda::aligned_size_t<Alignment> on `bar`. Issue no memcpy_async for an empty
   //         body. Return the body's Returned flag (0 when there was none).
   // BEGIN SOLUTION
+  // [0, count) = head [0, h) | body [h, h + b), Alignment-aligned | tail [h + b, count)
   const Split s = split_range(address(src), count, Alignment);
   copy_bytes(block, dst, src, s.head);
   unsigned returned = 0;
@@ -194,6 +197,7 @@ __device__ void staged_copy_body(const StageArgs& args) {
   extern __shared__ uint4 dynamic_shared[];
   __shared__ Barrier bar;
   const cg::thread_block block = cg::this_thread_block();
+  // stage[i] : (kBatchBytes) bytes, at stage_offset past a kStageBoundary boundary
   std::uint8_t* stage = align_to_boundary(dynamic_shared) + args.stage_offset;
   if (block.thread_rank() == 0) {
     init(&bar, block.size());
@@ -202,14 +206,14 @@ __device__ void staged_copy_body(const StageArgs& args) {
     NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
   }
   block.sync();
-  // Tests only: all of the dynamic shared memory (shared_bytes(), a host function).
-  course::batches::poison_shared(dynamic_shared, kBatchBytes + 2 * kStageBoundary, args.hold_ns);
+  // Tests only: all of the dynamic shared memory.
+  course::batches::poison_shared(dynamic_shared, shared_bytes(), args.hold_ns);
 
   unsigned returned = 0;
   const std::size_t batches = (args.n + kBatchBytes - 1) / kBatchBytes;
   // Blocks take batches in turn (a grid-stride loop over batches), so any grid size works.
   for (std::size_t b = blockIdx.x; b < batches; b += gridDim.x) {
-    const std::size_t first = b * kBatchBytes;
+    const std::size_t first = b * kBatchBytes;  // in[first + i] : (count) -> stage[i]
     const std::size_t count = args.n - first < kBatchBytes ? args.n - first : kBatchBytes;
     course::batches::hold_back(args.hold_ns);  // tests only: every warp but one copies late
     if constexpr (A == Api::peeled) {

@@ -84,11 +84,11 @@ __device__ void copy_my_share(ThreadPipeline& pipe, std::uint32_t* staged, const
     uint4* staged4 = reinterpret_cast<uint4*>(staged);
 #pragma unroll
     for (int v = 0; v < kVectorsPerThread; ++v) {
-      const unsigned vector = v * blockDim.x + threadIdx.x;
+      const unsigned vector = v * blockDim.x + threadIdx.x;  // (V, T) -> src4, staged4 : (V * T)
       cuda::memcpy_async(staged4 + vector, src4 + vector, sizeof(uint4), pipe);
     }
   } else {
-    for (std::size_t i = threadIdx.x; i < b.count; i += blockDim.x) {
+    for (std::size_t i = threadIdx.x; i < b.count; i += blockDim.x) {  // i = t + j * T < count
       cuda::memcpy_async(staged + i, src + i, sizeof(std::uint32_t), pipe);
     }
   }
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kMaxThreads)
                         std::size_t n, unsigned hold_ns) {
   // uint4: the buffer is 16-byte aligned for the 16-byte copies and vector reads.
   extern __shared__ uint4 shared_storage[];
-  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
 
   // This thread's own pipeline: a counter of its cp.async groups (2 bytes), no shared
   // state, no initialisation, no block-wide sync.
@@ -164,7 +164,7 @@ __device__ void copy_batch(const Group& block, BlockPipeline& pipe, std::uint32_
   //         16-byte cp.async. The partial last batch may not be a multiple of 16 bytes:
   //         give its exact byte count (b.count * sizeof(std::uint32_t)): 4-byte cp.async.
   // BEGIN SOLUTION
-  const std::uint32_t* src = in + b.first;
+  const std::uint32_t* src = in + b.first;  // src[i] = in[b.first + i] : (b.count)
   if (b.count == batch) {
     cuda::memcpy_async(block, staged, src, cuda::aligned_size_t<16>(batch * sizeof(std::uint32_t)),
                        pipe);
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     block_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
                        std::size_t n, unsigned hold_ns) {
   extern __shared__ uint4 shared_storage[];
-  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
+  std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
 
   // One stage of shared state: a "produced" and a "consumed" mbarrier and a reference
   // count (24 bytes). Every thread must call make_pipeline(): thread 0 initialises both

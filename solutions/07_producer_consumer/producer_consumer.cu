@@ -38,6 +38,7 @@ using course::batches::Batch;
 /// The shared buffer that holds the block's k-th batch. The pipeline hands out its stages
 /// in order, round and round: the k-th producer_acquire/producer_commit fill stage
 /// k % Stages and the k-th consumer_wait/consumer_release drain the same stage.
+/// buffers : (Stages, batch_vectors) uint4; the k-th batch is buffers[k % Stages, :].
 template <int Stages>
 __device__ uint4* stage_buffer(uint4* buffers, std::size_t k, int batch_vectors) {
   // TODO 1: return the buffer of the block's k-th batch, chosen by the same rule on the
@@ -62,7 +63,7 @@ __device__ void copy_batch(const ProducerWarps& producers, uint4* buffer, const 
   //         16-byte cp.async (both pointers are 16-byte aligned and its size a multiple of
   //         16: tell the copy so); the last, partial batch must not read past the input.
   // BEGIN SOLUTION
-  std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(buffer);
+  std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(buffer);  // dst[i] <- in[b.first + i]
   if (b.count == batch) {
     cuda::memcpy_async(producers, dst, in + b.first,
                        cuda::aligned_size_t<16>(batch * sizeof(std::uint32_t)), pipe);
@@ -75,6 +76,7 @@ __device__ void copy_batch(const ProducerWarps& producers, uint4* buffer, const 
 
 /// This consumer thread's share of every batch. Producer warps come first in the block:
 /// threads 0 .. producer_threads - 1 produce, the rest consume.
+/// threadIdx.x : (P | C) -> consumer rank in [0, C) for the last C threads.
 __device__ ConsumerShare consumer_share(unsigned producer_threads) {
   // TODO 3: number the consumer threads from 0 and count them, so that together they
   //         cover every vector of a batch. Lesson 06 used {threadIdx.x, blockDim.x}

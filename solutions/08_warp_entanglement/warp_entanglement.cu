@@ -96,7 +96,7 @@ __device__ inline void copy_my_chunks(uint4* buffer, const std::uint32_t* in, st
   if (b.count == batch) {
 #pragma unroll
     for (int v = 0; v < kVectorsPerThread; ++v) {
-      const unsigned chunk = v * blockDim.x + threadIdx.x;
+      const unsigned chunk = v * blockDim.x + threadIdx.x;  // (V, T) -> buffer, src : (V * T)
       __pipeline_memcpy_async(buffer + chunk, src + chunk, sizeof(uint4));
     }
   } else {
@@ -193,6 +193,7 @@ __global__ void entanglement_kernel(const std::uint32_t* __restrict__ in,
   const std::size_t counted_rounds =
       rounds < static_cast<std::size_t>(kMaxCountedRounds) ? rounds : kMaxCountedRounds;
   const unsigned expected_arrivals = static_cast<unsigned>(kWarpSize * counted_rounds + 1);
+  // buffer(k) = shared_storage[k % kStages, :] of (kStages, batch / 4) uint4
   auto buffer = [&](std::size_t k) { return shared_storage + (k % kStages) * (batch / 4); };
   const bool measuring = evidence != nullptr;
 
@@ -200,7 +201,7 @@ __global__ void entanglement_kernel(const std::uint32_t* __restrict__ in,
   for (std::size_t i = threadIdx.x; i < kStages * (batch / 4); i += blockDim.x) {
     shared_storage[i] = make_uint4(0, 0, 0, 0);
   }
-  std::uint64_t* counter = &counters[threadIdx.x / kWarpSize];
+  std::uint64_t* counter = &counters[threadIdx.x / kWarpSize];  // counters[warp] : (32)
   if (lane == 0) __mbarrier_init(counter, expected_arrivals);
   __syncthreads();
 

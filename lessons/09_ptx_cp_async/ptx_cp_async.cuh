@@ -213,6 +213,8 @@ __host__ __device__ constexpr unsigned valid_chunk_bytes(std::size_t column, std
 /// as fit (rows_per_tile()).
 inline constexpr int kTailThreads = 256;
 inline constexpr int kTailChunksPerThread = 4;
+static_assert(kTailThreads * kTailChunksPerThread * 16 <= 48 * 1024,
+              "the tail tile is static shared memory, which stops at 48 KB");
 
 /// Whole rows of a tile: 16 KB / the pitch in bytes (at least 1; the launcher rejects rows
 /// longer than a tile).
@@ -252,6 +254,9 @@ inline const char* name(CachePolicy policy) {
 /// Elements of one block's batch in the cache kernel (256 threads x 4 vectors: 16 KB).
 inline constexpr int kCacheThreads = 256;
 inline constexpr std::size_t kCacheBatch = batch_elements(kCacheThreads, 4);
+static_assert(kCacheBatch % 4 == 0 && 2 * kCacheBatch * sizeof(std::uint32_t) <= 48 * 1024,
+              "the cache kernel stages a batch of the stream and one of the table as uint4s in "
+              "static shared memory, which stops at 48 KB");
 
 /// The cache workload's reference, also its definition: for every i,
 /// out[i] = combine(stream[i], table[i % table.size()]).

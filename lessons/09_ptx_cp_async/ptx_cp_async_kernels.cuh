@@ -36,6 +36,7 @@ __global__ void multi_stage_kernel(const std::uint32_t* __restrict__ in,
   constexpr int kAhead = Stages - 1;
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
+  // shared_storage[stage][chunk] : (Stages, batch / 4) uint4; batch k lands in stage k % Stages
   auto buffer = [&](std::size_t k) { return shared_storage + (k % Stages) * (batch / 4); };
   course::batches::poison_shared(shared_storage, Stages * batch * sizeof(std::uint32_t), hold_ns);
   if constexpr (uses_mbarrier(F)) {
@@ -72,7 +73,7 @@ __device__ inline void copy_chunk_if(uint4* dst, const std::uint32_t* in, std::s
     *dst = make_uint4(0, 0, 0, 0);
     return;
   }
-  const std::uint32_t* src = in + row * pitch(shape.length) + column;
+  const std::uint32_t* src = in + row * pitch(shape.length) + column;  // in : (rows, pitch)
   if (column + 4 <= shape.length) {
     cp_async<CacheOp::cg, 16>(dst, src);
   } else {
@@ -92,13 +93,13 @@ __device__ inline void copy_chunk_if(uint4* dst, const std::uint32_t* in, std::s
 template <TailCopy C>
 __global__ void tail_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
                             Rows shape) {
-  __shared__ uint4 tile[kTailThreads * kTailChunksPerThread];
+  __shared__ uint4 tile[kTailThreads * kTailChunksPerThread];  // (rows, row_chunks) uint4
   const unsigned row_chunks = static_cast<unsigned>(pitch(shape.length) / 4);
   const unsigned tile_chunks = static_cast<unsigned>(rows_per_tile(shape.length)) * row_chunks;
   const std::size_t first_row = static_cast<std::size_t>(blockIdx.x) * rows_per_tile(shape.length);
   for (unsigned c = threadIdx.x; c < tile_chunks; c += blockDim.x) {
-    const std::size_t row = first_row + c / row_chunks;
-    const std::size_t column = (c % row_chunks) * 4;
+    const std::size_t row = first_row + c / row_chunks;  // chunk c of the tile (rows, row_chunks)
+    const std::size_t column = (c % row_chunks) * 4;     // is elements column .. column + 3
     if constexpr (C == TailCopy::if_wrapped) {
       copy_chunk_if(&tile[c], in, row, column, shape);
     } else {
@@ -113,8 +114,8 @@ __global__ void tail_kernel(const std::uint32_t* __restrict__ in, std::uint32_t*
     const std::size_t row = first_row + row_in_tile;
     if (row >= shape.rows) continue;
     // Elements 4j..4j+3 pair with pitch-1-4j..pitch-4-4j: the mirrored chunk, reversed.
-    const uint4 mirror = tile[row_in_tile * row_chunks + row_chunks - 1 - j];
-    reinterpret_cast<uint4*>(out + row * pitch(shape.length))[j] =
+    const uint4 mirror = tile[row_in_tile * row_chunks + row_chunks - 1 - j];  // (rows, row_chunks)
+    reinterpret_cast<uint4*>(out + row * pitch(shape.length))[j] =  // out : (rows, pitch)
         course::workload::combine_vectors(tile[c], mirror);
   }
 }
@@ -129,6 +130,7 @@ __global__ void cache_kernel(const std::uint32_t* __restrict__ stream,
                              std::uint32_t* __restrict__ out, std::size_t table_size) {
   __shared__ uint4 staged_stream[kCacheBatch / 4];
   __shared__ uint4 staged_table[kCacheBatch / 4];
+  // Batch b of the stream, (kCacheBatch / 4) uint4 at `first`, and the table's at first % size.
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * kCacheBatch;
   const uint4* s = reinterpret_cast<const uint4*>(stream + first);
   const uint4* t = reinterpret_cast<const uint4*>(table + first % table_size);

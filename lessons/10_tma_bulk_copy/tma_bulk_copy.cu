@@ -95,6 +95,7 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
   extern __shared__ uint4 shared_storage[];  // staged batch, then results batch
   __shared__ std::uint64_t full;             // the mbarrier: 8 bytes of shared memory
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
+  // shared_storage : (2, batch) uint32, as shared_bytes() sizes it: staged[i], then results[i]
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
   std::uint32_t* results = staged + batch;
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
@@ -157,6 +158,7 @@ __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
   extern __shared__ uint4 shared_storage[];
   __shared__ BlockBarrier bar;
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
+  // shared_storage : (2, batch) uint32, as shared_bytes() sizes it: staged[i], then results[i]
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
   std::uint32_t* results = staged + batch;
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
@@ -216,6 +218,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   const std::size_t batch = batch_elements(consumers, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
   std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);
+  // buffers[stage][i] : (Stages, batch) uint32; batch k lands in stage k % Stages
   auto buffer = [&](std::size_t k) { return buffers + (k % Stages) * batch; };
   if (threadIdx.x == 0) {
     for (int s = 0; s < Stages; ++s) {

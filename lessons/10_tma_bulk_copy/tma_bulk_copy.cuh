@@ -144,6 +144,10 @@ __host__ __device__ constexpr std::size_t shared_bytes(const Config& config,
          sizeof(std::uint32_t);
 }
 
+static_assert(batch_elements(32, 1) * sizeof(std::uint32_t) % 16 == 0,
+              "a batch is whole 16-byte vectors, so every buffer after the first (stage s at s x "
+              "the batch) starts 16-byte aligned, as a bulk copy's destination must");
+
 /// The bytes of a batch of `count` uint32 elements that one bulk copy moves: the largest
 /// multiple of 16 (a bulk copy's size must be one). The 0-3 elements left over, only in the
 /// input's last batch, are copied by the issuing thread with plain loads and stores.

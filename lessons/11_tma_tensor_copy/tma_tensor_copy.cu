@@ -89,6 +89,8 @@ __global__ void __launch_bounds__(kTransposeThreads)
   constexpr std::uint32_t kTileBytes = kBoxes * kBoxBytes;  // 8 KB
   extern __shared__ unsigned char dynamic_smem[];
   __shared__ std::uint64_t full[kMaxStages];
+  // buffers[stage][box][row][col] : (stages, kBoxes, 64, kBoxCols) floats, swizzled per box,
+  // from a kSwizzleAlignment (1024-byte) boundary
   unsigned char* buffers = align_shared(dynamic_smem, 1024) + misalign;
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
@@ -101,8 +103,8 @@ __global__ void __launch_bounds__(kTransposeThreads)
                        : 0;
   auto origin = [&](int k, int& row0, int& col0) {
     const int t = blockIdx.x + k * gridDim.x;
-    row0 = t / tiles_x * kTransposeTileRows;
-    col0 = t % tiles_x * kTransposeTileCols;
+    row0 = t / tiles_x * kTransposeTileRows;  // tile t of (tiles / tiles_x, tiles_x) tiles,
+    col0 = t % tiles_x * kTransposeTileCols;  // the (64, 32) tile at (row0, col0) of in
   };
   auto issue = [&](int k) {  // thread 0 only
     int row0, col0;
@@ -110,6 +112,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
     const int s = k % stages;
     expect_bytes(&full[s], kTileBytes);
     for (int b = 0; b < kBoxes; ++b) {
+      // box b of stage s : (64, kBoxCols) at (row0, col0 + b kBoxCols) of in (rows, cols)
       load_box(&in_map, buffers + s * kTileBytes + b * kBoxBytes, &full[s], row0,
                col0 + b * kBoxCols);
     }
@@ -120,7 +123,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
   for (int k = 0; k < mine; ++k) {
     const int s = k % stages;
     wait_phase(&full[s], (k / stages) & 1);
-    const unsigned char* tile = buffers + s * kTileBytes;
+    const unsigned char* tile = buffers + s * kTileBytes;  // stage s : (kBoxes, 64, kBoxCols)
     int row0, col0;
     origin(k, row0, col0);
 
@@ -154,6 +157,7 @@ __global__ void __launch_bounds__(kBroadcastThreads)
   constexpr std::uint32_t kTileBytes = kElements * sizeof(float);
   extern __shared__ unsigned char dynamic_smem[];
   __shared__ std::uint64_t full[kMaxStages];
+  // buffers[stage][row][col] : (stages, 64, 32) floats, from a kTmaAlignment (128-byte) boundary
   float* buffers = reinterpret_cast<float*>(align_shared(dynamic_smem, 128));
   const cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
@@ -172,14 +176,14 @@ __global__ void __launch_bounds__(kBroadcastThreads)
   const int shift = stagger && !multicast ? rank * ((mine + cluster_size - 1) / cluster_size) : 0;
   auto origin = [&](int k, int& row0, int& col0) {
     const int t = cluster_id + (k + shift) % mine * clusters;
-    row0 = t / tiles_x * kBroadcastTileRows;
-    col0 = t % tiles_x * kBroadcastTileCols;
+    row0 = t / tiles_x * kBroadcastTileRows;  // the (64, 32) tile at (row0, col0) of in,
+    col0 = t % tiles_x * kBroadcastTileCols;  // tile t of (tiles / tiles_x, tiles_x)
   };
   auto issue = [&](int k) {  // thread 0 of every block
     int row0, col0;
     origin(k, row0, col0);
     const int s = k % stages;
-    float* tile = buffers + s * kElements;
+    float* tile = buffers + s * kElements;  // stage s : (64, 32) row-major
     expect_bytes(&full[s], kTileBytes);  // the whole tile arrives, whoever sends it
     if (multicast) {
       // TODO 7: afterwards this block's share of the tile, rows [rank * 64 / C,
@@ -206,7 +210,7 @@ __global__ void __launch_bounds__(kBroadcastThreads)
     if (threadIdx.x == 0) {
       int row0, col0;
       origin(k, row0, col0);
-      store_box<3>(&out_map, tile, {col0, row0, rank});
+      store_box<3>(&out_map, tile, {col0, row0, rank});  // out[rank] (rows, cols) at (row0, col0)
       ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
       // Tests only (BroadcastConfig::poison_after_store_wait): the next writes, at once.
       poison_after_store_wait(tile, kTileBytes, poison_after_wait);

@@ -108,6 +108,36 @@ __host__ __device__ constexpr int transpose_box_cols(Swizzle swizzle) {
   return swizzle == Swizzle::b32 ? 8 : swizzle == Swizzle::b64 ? 16 : kTransposeTileCols;
 }
 
+/// A box of a tensor load is at most 256 elements per dimension, and its inner dimension is
+/// whole 16-byte chunks; a swizzled box row may not be wider than the swizzle span.
+static_assert(kTransposeTileRows <= 256 && kTransposeTileCols <= 256,
+              "a transpose box over 256 elements per dimension: the tensor map is rejected");
+static_assert(transpose_box_cols(Swizzle::b32) * sizeof(float) % 16 == 0,
+              "a box row that is not whole 16-byte chunks: the tensor map is rejected");
+static_assert(transpose_box_cols(Swizzle::b32) * sizeof(float) <= 32 &&
+                  transpose_box_cols(Swizzle::b64) * sizeof(float) <= 64 &&
+                  transpose_box_cols(Swizzle::b128) * sizeof(float) <= 128,
+              "a box row wider than its swizzle span: the tensor map is rejected");
+static_assert(kTransposeTileCols % transpose_box_cols(Swizzle::b32) == 0 &&
+                  kTransposeTileCols % transpose_box_cols(Swizzle::b64) == 0,
+              "the boxes of a swizzle must cover the tile's columns exactly");
+static_assert(kTransposeThreads / 32 * 4 == kTransposeTileCols && kTransposeTileRows % 8 == 0,
+              "TODO 5's reads: warp w owns tile columns 4w .. 4w + 3, lanes 8 rows at a time");
+
+/// Where a swizzled box may start: the swizzle is a function of shared-memory address bits
+/// 4-9, so the TMA writes (and the kernel's formula reads) a box correctly only from a
+/// 1024-byte boundary. Dynamic shared memory is only 16-byte aligned: a block asks for this
+/// much more and moves its tiles up to the next boundary (align_shared).
+inline constexpr std::size_t kSwizzleAlignment = 1024;
+/// One transpose tile in shared memory, 64 x 32 floats (8 KB), whatever the swizzle.
+inline constexpr std::size_t kTransposeTileBytes =
+    kTransposeTileRows * kTransposeTileCols * sizeof(float);
+static_assert(kTransposeTileBytes % kSwizzleAlignment == 0,
+              "stage s starts at s x the tile's bytes: each must stay on a swizzle boundary");
+static_assert(kMaxStages * kTransposeTileBytes + kSwizzleAlignment + 128 <= 227 * 1024,
+              "kMaxStages transpose tiles, the slack and a misalignment must fit in the 227 KB "
+              "of shared memory a block may have, or the launch fails");
+
 struct TransposeConfig {
   Swizzle swizzle = Swizzle::b128;
   int stages = 4;
@@ -154,6 +184,22 @@ struct BroadcastConfig {
 inline constexpr int kBroadcastTileRows = 64;
 inline constexpr int kBroadcastTileCols = 32;
 inline constexpr int kBroadcastThreads = 256;
+static_assert(kBroadcastTileRows <= 256 && kBroadcastTileCols <= 256 &&
+                  kBroadcastTileCols * sizeof(float) % 16 == 0,
+              "the broadcast box: at most 256 elements a dimension, rows of whole 16-byte chunks");
+/// Where an unswizzled tensor load's destination may start: a 128-byte boundary (the
+/// broadcast and tile-copy kernels ask for this much slack and move their tiles up to it).
+inline constexpr std::size_t kTmaAlignment = 128;
+static_assert(kBroadcastTileRows * kBroadcastTileCols * sizeof(float) % kTmaAlignment == 0,
+              "stage s starts at s x the tile's bytes: each must stay 128-byte aligned");
+
+/// One stage of the tile copy in shared memory: a box_rows x box_cols box of floats, rounded
+/// up to kTmaAlignment so that every stage starts aligned. The kernel places stage s at
+/// s x this; the launcher asks for stages x this + kTmaAlignment.
+__host__ __device__ constexpr std::uint32_t copy_stage_bytes(int box_rows, int box_cols) {
+  const std::uint32_t box_bytes = box_rows * box_cols * sizeof(float);
+  return (box_bytes + kTmaAlignment - 1) / kTmaAlignment * kTmaAlignment;
+}
 
 std::size_t broadcast_shared_bytes(const BroadcastConfig& config);
 

@@ -110,8 +110,10 @@ constexpr int kMisalignBytes = 128;
 // ---- the tile copy ------------------------------------------------------------------------
 
 std::size_t copy_shared_bytes(const CopyConfig& config) {
-  const std::size_t box = static_cast<std::size_t>(config.box_rows) * config.box_cols * 4;
-  return static_cast<std::size_t>(config.stages) * ((box + 127) / 128 * 128) + 128;
+  // The stages, plus the slack that lets the kernel start them on a kTmaAlignment boundary.
+  return static_cast<std::size_t>(config.stages) *
+             copy_stage_bytes(config.box_rows, config.box_cols) +
+         kTmaAlignment;
 }
 
 course::Launch prepare_tile_copy(cuda::std::span<const float> in, cuda::std::span<float> out,
@@ -185,8 +187,9 @@ int copy_blocks_per_sm(const CopyConfig& config) {
 // ---- the transpose ------------------------------------------------------------------------
 
 std::size_t transpose_shared_bytes(const TransposeConfig& config) {
-  const std::size_t tile = kTransposeTileRows * kTransposeTileCols * sizeof(float);
-  return static_cast<std::size_t>(config.stages) * tile + 1024 +
+  // The stages, the slack that lets the kernel start them on a swizzle boundary, and the
+  // deliberate misalignment.
+  return static_cast<std::size_t>(config.stages) * kTransposeTileBytes + kSwizzleAlignment +
          (config.misaligned ? kMisalignBytes : 0);
 }
 
@@ -243,7 +246,7 @@ int transpose_blocks_per_sm(const TransposeConfig& config) {
 std::size_t broadcast_shared_bytes(const BroadcastConfig& config) {
   return static_cast<std::size_t>(config.stages) * kBroadcastTileRows * kBroadcastTileCols *
              sizeof(float) +
-         128;
+         kTmaAlignment;  // the slack that lets the kernel start the stages 128-byte aligned
 }
 
 namespace {

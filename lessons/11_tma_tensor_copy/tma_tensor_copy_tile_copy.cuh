@@ -23,9 +23,10 @@ __global__ void tile_copy_kernel(const __grid_constant__ CUtensorMap in_map,
   extern __shared__ unsigned char dynamic_smem[];
   __shared__ std::uint64_t full[kMaxStages];
   if (threadIdx.x != 0) return;  // one thread drives every copy of this block
-  unsigned char* buffers = align_shared(dynamic_smem, 128);
+  // buffers[stage] : (stages) boxes of (box_rows, box_cols) floats, stage_bytes apart
+  unsigned char* buffers = align_shared(dynamic_smem, kTmaAlignment);
   const std::uint32_t box_bytes = box_rows * box_cols * sizeof(float);
-  const std::uint32_t stage_bytes = (box_bytes + 127) / 128 * 128;
+  const std::uint32_t stage_bytes = copy_stage_bytes(box_rows, box_cols);
   for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
   ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);  // visible to the TMA
 
@@ -34,8 +35,8 @@ __global__ void tile_copy_kernel(const __grid_constant__ CUtensorMap in_map,
                        : 0;
   auto tile = [&](int k, int& row, int& col) {
     const int t = blockIdx.x + k * gridDim.x;
-    row = t / tiles_x * box_rows;
-    col = t % tiles_x * box_cols;
+    row = t / tiles_x * box_rows;  // the (box_rows, box_cols) box at (row, col) of in,
+    col = t % tiles_x * box_cols;  // tile t of (tiles / tiles_x, tiles_x)
   };
   auto issue = [&](int k) {
     int row, col;

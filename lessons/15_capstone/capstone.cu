@@ -30,6 +30,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   StageBuffer* stages = reinterpret_cast<StageBuffer*>(dynamic_smem);  // (Stages)
   const int t = threadIdx.x;
+  // The block's (kTileM, kTileN) tile of C (m, n) at (m0, n0); its k-loop walks the
+  // (kTileM, kTileK) tiles of A (m, k) at (m0, tile x kTileK) and the (kTileK, kTileN) tiles
+  // of B (k, n) at (tile x kTileK, n0).
   const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
   const Place place = place_of(t);
   const int tiles = (k + kTileK - 1) / kTileK;
@@ -39,14 +42,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   // that the group count stays in step with the tile count).
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s < tiles) copy_stage<Vec>(stages[s], plan, a, b, k, s * kTileK);
+    if (s < tiles) copy_stage<Vec>(stages[s], plan, a, b, k, s * kTileK);  // tile s -> stage s
     commit_group();
   }
   for (int tile = 0; tile < tiles; ++tile) {
     // TODO 1: afterwards tile `tile` has landed in stage tile % Stages and every thread can
     //         see it, and tile tile + Stages - 1 (if it exists) is in flight into the stage
     //         the block finished computing in the previous iteration, in a group of its own.
-    multiply_stage(acc, stages[tile % Stages], place);
+    multiply_stage(acc, stages[tile % Stages], place);  // stages[tile % Stages] : (Stages)
   }
   store_results<Vec>(c, m, n, m0, n0, place, acc, alpha, beta);
 }
@@ -61,7 +64,7 @@ __device__ inline void load_tiles(const CUtensorMap* a_map, const CUtensorMap* b
                                   TmaStageBuffer* stages, StageBarriers* bars, int m0, int n0,
                                   int tiles) {
   for (int tile = 0; tile < tiles; ++tile) {
-    const int s = tile % Stages;
+    const int s = tile % Stages;  // stages[s], bars[s] : (Stages); use tile / Stages of stage s
     TmaStageBuffer& stage = stages[s];
     StageBarriers& bar = bars[s];
     // TODO 2: afterwards the computing warps are done with what stage s held before (tile
@@ -90,7 +93,7 @@ __device__ inline void transpose_tiles(TmaStageBuffer* stages, StageBarriers* ba
     // computing threads arrive on cost 6-8% on an H100.
     wait_parity(&bars[s].a_landed, (tile / Stages) & 1);
     for (int q = p; q < kAChunks; q += kTransposeThreads) {
-      const TileChunk ch = a_chunk(q);
+      const TileChunk ch = a_chunk(q);  // a_rows[row][col .. col + 3] : (kTileM, kTileK)
       store_a_chunk_transposed(stages[s].stage, ch, load4(&stages[s].a_rows[ch.row][ch.col]));
     }
     (void)ptx::mbarrier_arrive(&bars[s].full);
@@ -118,10 +121,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #if __CUDA_ARCH__ >= 900
   extern __shared__ unsigned char dynamic_smem[];
   __shared__ StageBarriers bars[Stages];
-  // Tensor loads land on 128-byte boundaries: the stages start on one.
+  // Tensor loads land on 128-byte boundaries: the stages start on one (kTmaStageAlignment,
+  // the slack pipeline_shared_bytes adds). stages[s] : (Stages) TmaStageBuffer.
   TmaStageBuffer* stages = reinterpret_cast<TmaStageBuffer*>(align_shared(dynamic_smem, 128));
   const int t = threadIdx.x;
-  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;  // (kTileM, kTileN) tile of C
   const int tiles = (k + kTileK - 1) / kTileK;
   if (t == 0) {
     for (int s = 0; s < Stages; ++s) {

@@ -96,6 +96,10 @@ inline constexpr int kMicroM = 8;
 inline constexpr int kMicroN = 8;
 inline constexpr int kBlockK = 8;
 static_assert(kBlockM * kBlockN == kThreads * kMicroM * kMicroN, "rung 2: 64 results per thread");
+static_assert(kBlockM * kBlockK == kThreads * 4 && kBlockK * kBlockN == kThreads * 4,
+              "rung 2: each thread loads one float4 of the A tile and one of the B tile per step");
+static_assert(kBlockK % 4 == 0 && kBlockN % 4 == 0,
+              "rung 2: a row of the A or B tile is whole float4s, or a float4 straddles two rows");
 
 /// Rungs 3-5 share one tile, the shape that can keep up with cuBLAS: a 128 x 256 tile of C per
 /// block of 256 computing threads; 8 warps of 64 x 64 (2 down, 4 across); 16 x 8 results per
@@ -160,13 +164,34 @@ struct TmaStageBuffer {
   float a_rows[kTileM][kTileK];  ///< (m, k): the tensor load of A, as in global memory
 };
 static_assert(sizeof(TmaStageBuffer) % 128 == 0, "every rung 5 stage starts 128-byte aligned");
+/// Rung 5's two tensor maps: the box of A is kTileK x kTileM (columns x rows), the box of B
+/// kTileN x kTileK. A box is at most 256 elements per dimension, and its inner dimension is
+/// whole 16-byte chunks; otherwise cuTensorMapEncodeTiled rejects the map.
+static_assert(kTileM <= 256 && kTileN <= 256 && kTileK <= 256,
+              "rung 5: a box dimension over 256 elements, the tensor map is rejected");
+static_assert(kTileK * sizeof(float) % 16 == 0 && kTileN * sizeof(float) % 16 == 0,
+              "rung 5: a box row that is not whole 16-byte chunks, the tensor map is rejected");
+static_assert(offsetof(TmaStageBuffer, a_rows) % 128 == 0,
+              "rung 5: the box of A lands in a_rows, which must start 128-byte aligned");
+
+/// Where a tensor load's destination may start: a 128-byte boundary. Dynamic shared memory is
+/// only 16-byte aligned, so rung 5 asks for this much more and moves its stages up to the next
+/// boundary (align_shared in sgemm_tma_kernel).
+inline constexpr std::size_t kTmaStageAlignment = 128;
 
 /// Dynamic shared memory of rung 4 or 5 with `stages` stages, plus (rung 5) the slack that
 /// lets the kernel start them 128-byte aligned.
 __host__ __device__ constexpr std::size_t pipeline_shared_bytes(Rung rung, int stages) {
-  return rung == Rung::tma ? static_cast<std::size_t>(stages) * sizeof(TmaStageBuffer) + 128
+  return rung == Rung::tma ? static_cast<std::size_t>(stages) * sizeof(TmaStageBuffer) +
+                                 kTmaStageAlignment
                            : static_cast<std::size_t>(stages) * sizeof(StageBuffer);
 }
+/// Rung 5's mbarriers are 3 x 8 bytes of static shared memory per stage (StageBarriers).
+static_assert(pipeline_shared_bytes(Rung::tma, kMaxStages) +
+                          kMaxStages * sizeof(std::uint64_t[3]) <= 227 * 1024 &&
+                  pipeline_shared_bytes(Rung::cp_async, kMaxStages) <= 227 * 1024,
+              "kMaxStages stages must fit in the 227 KB of shared memory a block may have, or "
+              "the launch of rungs 4-5 fails");
 
 /// Whether the 16-byte paths apply: every row of A and B starts 16-byte aligned (k and n
 /// multiples of 4, all three base pointers 16-byte aligned). Otherwise rungs 2-4 read

@@ -109,6 +109,8 @@ __global__ void __launch_bounds__(kTransposeThreads)
   constexpr std::uint32_t kTileBytes = kBoxes * kBoxBytes;  // 8 KB
   extern __shared__ unsigned char dynamic_smem[];
   __shared__ std::uint64_t full[kMaxStages];
+  // buffers[stage][box][row][col] : (stages, kBoxes, 64, kBoxCols) floats, swizzled per box,
+  // from a kSwizzleAlignment (1024-byte) boundary
   unsigned char* buffers = align_shared(dynamic_smem, 1024) + misalign;
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
@@ -121,8 +123,8 @@ __global__ void __launch_bounds__(kTransposeThreads)
                        : 0;
   auto origin = [&](int k, int& row0, int& col0) {
     const int t = blockIdx.x + k * gridDim.x;
-    row0 = t / tiles_x * kTransposeTileRows;
-    col0 = t % tiles_x * kTransposeTileCols;
+    row0 = t / tiles_x * kTransposeTileRows;  // tile t of (tiles / tiles_x, tiles_x) tiles,
+    col0 = t % tiles_x * kTransposeTileCols;  // the (64, 32) tile at (row0, col0) of in
   };
   auto issue = [&](int k) {  // thread 0 only
     int row0, col0;
@@ -130,6 +132,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
     const int s = k % stages;
     expect_bytes(&full[s], kTileBytes);
     for (int b = 0; b < kBoxes; ++b) {
+      // box b of stage s : (64, kBoxCols) at (row0, col0 + b kBoxCols) of in (rows, cols)
       load_box(&in_map, buffers + s * kTileBytes + b * kBoxBytes, &full[s], row0,
                col0 + b * kBoxCols);
     }
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
   for (int k = 0; k < mine; ++k) {
     const int s = k % stages;
     wait_phase(&full[s], (k / stages) & 1);
-    const unsigned char* tile = buffers + s * kTileBytes;
+    const unsigned char* tile = buffers + s * kTileBytes;  // stage s : (kBoxes, 64, kBoxCols)
     int row0, col0;
     origin(k, row0, col0);
 
@@ -155,13 +158,14 @@ __global__ void __launch_bounds__(kTransposeThreads)
     // BEGIN SOLUTION
     const int lane = threadIdx.x % 32;
     const int c = threadIdx.x / 32 * 4 + lane / 8;
-    const unsigned char* box = tile + c / kBoxCols * kBoxBytes;
+    const unsigned char* box = tile + c / kBoxCols * kBoxBytes;  // box c / kBoxCols of stage s
     for (int i = 0; i < kTransposeTileRows / 8; ++i) {
       const int r = i * 8 + lane % 8;
+      // box[r][c % kBoxCols] : (64, kBoxCols) row-major, in bytes before the swizzle
       const std::uint32_t offset = r * kBoxCols * sizeof(float) + (c % kBoxCols) * sizeof(float);
       const float v = *reinterpret_cast<const float*>(box + swizzled<S>(offset));
       if (row0 + r < rows && col0 + c < cols) {
-        out[static_cast<long long>(col0 + c) * out_ld + row0 + r] = v;
+        out[static_cast<long long>(col0 + c) * out_ld + row0 + r] = v;  // out : (cols, rows)
       }
     }
     // STARTER: (void)tile; (void)rows; (void)cols; (void)out; (void)out_ld;
@@ -187,6 +191,7 @@ __global__ void __launch_bounds__(kBroadcastThreads)
   constexpr std::uint32_t kTileBytes = kElements * sizeof(float);
   extern __shared__ unsigned char dynamic_smem[];
   __shared__ std::uint64_t full[kMaxStages];
+  // buffers[stage][row][col] : (stages, 64, 32) floats, from a kTmaAlignment (128-byte) boundary
   float* buffers = reinterpret_cast<float*>(align_shared(dynamic_smem, 128));
   const cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
@@ -209,14 +214,14 @@ __global__ void __launch_bounds__(kBroadcastThreads)
   const int shift = stagger && !multicast ? rank * ((mine + cluster_size - 1) / cluster_size) : 0;
   auto origin = [&](int k, int& row0, int& col0) {
     const int t = cluster_id + (k + shift) % mine * clusters;
-    row0 = t / tiles_x * kBroadcastTileRows;
-    col0 = t % tiles_x * kBroadcastTileCols;
+    row0 = t / tiles_x * kBroadcastTileRows;  // the (64, 32) tile at (row0, col0) of in,
+    col0 = t % tiles_x * kBroadcastTileCols;  // tile t of (tiles / tiles_x, tiles_x)
   };
   auto issue = [&](int k) {  // thread 0 of every block
     int row0, col0;
     origin(k, row0, col0);
     const int s = k % stages;
-    float* tile = buffers + s * kElements;
+    float* tile = buffers + s * kElements;  // stage s : (64, 32) row-major
     expect_bytes(&full[s], kTileBytes);  // the whole tile arrives, whoever sends it
     if (multicast) {
       // TODO 7: afterwards this block's share of the tile, rows [rank * 64 / C,
@@ -249,7 +254,7 @@ __global__ void __launch_bounds__(kBroadcastThreads)
     if (threadIdx.x == 0) {
       int row0, col0;
       origin(k, row0, col0);
-      store_box<3>(&out_map, tile, {col0, row0, rank});
+      store_box<3>(&out_map, tile, {col0, row0, rank});  // out[rank] (rows, cols) at (row0, col0)
       ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
       // Tests only (BroadcastConfig::poison_after_store_wait): the next writes, at once.
       poison_after_store_wait(tile, kTileBytes, poison_after_wait);

@@ -15,8 +15,7 @@
 //    one bulk store, after the fence.proxy.async that shows the threads' writes to the TMA.
 // 3. pipeline_kernel<Stages>: a full and an empty mbarrier per buffer, one producer warp
 //    (one elected lane issues), consumers that compute straight to global memory.
-// Every wait is bounded (tma_bulk_copy_device.cuh). The kernel bodies are compiled for sm_90
-// only (#if __CUDA_ARCH__ >= 900), so the 80;90 build compiles.
+// Every wait is bounded (course/mbarrier.cuh); kernel bodies build for sm_90 only (#if).
 #include "tma_bulk_copy.cuh"
 
 #include <cooperative_groups.h>
@@ -113,10 +112,9 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
                                   std::uint32_t* __restrict__ out, std::size_t n,
                                   int vectors_per_thread, TestHooks hooks) {
 #if __CUDA_ARCH__ >= 900
-  extern __shared__ uint4 shared_storage[];  // staged batch, then results batch
+  extern __shared__ uint4 shared_storage[];  // (2, batch) uint32: staged, then results
   __shared__ std::uint64_t full;             // the mbarrier: 8 bytes of shared memory
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
-  // shared_storage : (2, batch) uint32, as shared_bytes() sizes it: staged[i], then results[i]
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
   std::uint32_t* results = staged + batch;
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
@@ -151,9 +149,7 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
     }
     bool arrived = false;
     if constexpr (V == Variant::broken_parity_not_flipped) {
-      // DELIBERATELY BROKEN (given, not yours): every round waits on parity 0. From round 1
-      // on, that phase is long over, so the wait returns at once and the block computes a
-      // batch that has not landed yet: the values are wrong, and the program says so.
+      // DELIBERATELY BROKEN (given): parity 0 every round returns early from round 1 on.
       arrived = device::wait_parity_bounded(&full, 0, kDataNeverArrived);
     } else {
       // TODO 3: afterwards, if `arrived`, batch k has landed in `staged` and is visible to
@@ -186,10 +182,9 @@ __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
                                       std::uint32_t* __restrict__ out, std::size_t n,
                                       int vectors_per_thread, TestHooks hooks) {
 #if __CUDA_ARCH__ >= 900
-  extern __shared__ uint4 shared_storage[];
+  extern __shared__ uint4 shared_storage[];  // (2, batch) uint32: staged, then results
   __shared__ BlockBarrier bar;
   const std::size_t batch = batch_elements(blockDim.x, vectors_per_thread);
-  // shared_storage : (2, batch) uint32, as shared_bytes() sizes it: staged[i], then results[i]
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
   std::uint32_t* results = staged + batch;
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
@@ -252,16 +247,15 @@ template <int Stages>
 __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
                                 std::uint32_t* __restrict__ out, std::size_t n,
                                 int vectors_per_thread, TestHooks hooks) {
-#if __CUDA_ARCH__ >= 900
   (void)hooks;  // no bulk store, and one region holds the consumers' wait, compute and release
-  extern __shared__ uint4 shared_storage[];    // Stages batches
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ uint4 shared_storage[];    // (Stages, batch) uint32: batch k in k % Stages
   __shared__ std::uint64_t full[Stages];       // batch landed: 1 arrival + its bytes
   __shared__ std::uint64_t empty[Stages];      // buffer released: one arrival per consumer
   const unsigned consumers = blockDim.x - 32;  // the last warp produces
   const std::size_t batch = batch_elements(consumers, vectors_per_thread);
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
   std::uint32_t* buffers = reinterpret_cast<std::uint32_t*>(shared_storage);
-  // buffers[stage][i] : (Stages, batch) uint32; batch k lands in stage k % Stages
   auto buffer = [&](std::size_t k) { return buffers + (k % Stages) * batch; };
   if (threadIdx.x == 0) {
     for (int s = 0; s < Stages; ++s) {
@@ -308,7 +302,6 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   }
 #else
   device::not_sm90(in, out, n, vectors_per_thread);
-  (void)hooks;
 #endif
 }
 

@@ -36,6 +36,9 @@ import re
 import sys
 import tempfile
 
+import mutation  # the course's one reader of exercise regions (tools/mutation.py)
+from course_cli.starter import STARTER_RE
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 TODO = re.compile(r"//\s*TODO\s+(\d+)\b")
@@ -59,35 +62,25 @@ def strip_comments(text):
 
 
 def regions_by_todo(solution_text):
-    """{todo number: (TODO comment text, answer text)} of a solution file."""
+    """{todo number: (TODO comment text, answer text)} of a solution file; a TODO with
+    several regions gets their answers together."""
+    lines = solution_text.splitlines()
     todos = {}
-    current = None
-    comment = []
-    inside = False
-    for line in solution_text.splitlines():
-        stripped = line.strip()
-        match = TODO.search(line)
-        if match and not inside:
-            current = int(match.group(1))
-            comment = [stripped]
+    for region in mutation.regions(solution_text):
+        if region["todo"] == "?":
             continue
-        if stripped.startswith("// BEGIN SOLUTION"):
-            inside = True
-            todos.setdefault(current, ["", ""])
-            todos[current][0] += "\n".join(comment) + "\n"
-            continue
-        if stripped.startswith("// END SOLUTION"):
-            inside = False
+        comment = []  # the comment block right above BEGIN, when it is the TODO's own
+        i = region["begin"] - 2
+        while i >= 0 and lines[i].strip().startswith("//"):
+            comment.insert(0, lines[i].strip())
+            i -= 1
+        if not any(TODO.search(line) for line in comment):
             comment = []
-            continue
-        if inside:
-            if not stripped.startswith("// STARTER:"):
-                todos[current][1] += line + "\n"
-        elif stripped.startswith("//") and comment:
-            comment.append(stripped)
-        elif stripped and comment:
-            comment = []
-    return {k: tuple(v) for k, v in todos.items() if k is not None}
+        body = lines[region["begin"]:region["end"] - 1]
+        answer = "".join(line + "\n" for line in body if not STARTER_RE.match(line))
+        old_comment, old_answer = todos.get(int(region["todo"]), ("", ""))
+        todos[int(region["todo"])] = (old_comment + "\n".join(comment) + "\n", old_answer + answer)
+    return todos
 
 
 def include_dirs(root):

@@ -23,6 +23,9 @@ import re
 import sys
 import tempfile
 
+import mutation  # the course's one reader of exercise regions (tools/mutation.py)
+from course_cli.starter import STARTER_RE
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIN_STATEMENTS = 2
 MIN_CHARACTERS = 60
@@ -38,18 +41,15 @@ def normalise(code):
 
 
 def answers(path):
-    """[(region number, first line, normalised answer)] of one solution file."""
-    found, body, start, number = [], None, 0, 0
+    """[(region number, BEGIN line, normalised answer)] of one solution file."""
     with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
-            stripped = line.strip()
-            if stripped.startswith("// BEGIN SOLUTION"):
-                body, start, number = [], line_number, number + 1
-            elif stripped.startswith("// END SOLUTION") and body is not None:
-                found.append((number, start, normalise("".join(body))))
-                body = None
-            elif body is not None and not stripped.startswith("// STARTER:"):
-                body.append(line)
+        text = handle.read()
+    lines = text.splitlines()
+    found = []
+    for region in mutation.regions(text):
+        body = lines[region["begin"]:region["end"] - 1]  # between the BEGIN and END lines
+        answer = "\n".join(line for line in body if not STARTER_RE.match(line))
+        found.append((region["region"], region["begin"], normalise(answer)))
     return found
 
 

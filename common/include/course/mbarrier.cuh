@@ -43,13 +43,6 @@ __host__ __device__ constexpr std::uint32_t phase_parity(std::size_t completion)
   return static_cast<std::uint32_t>(completion & 1);
 }
 
-/// Nanoseconds of the GPU's global timer (the same clock on every SM).
-__device__ inline unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 /// Calls `try_wait()` (one mbarrier.try_wait, which returns whether the phase is over and
 /// otherwise suspends the thread in hardware for a while) until it returns true, for at most
 /// kWaitLimitNs. Returns true when the phase completed, false when the wait gave up (counted
@@ -59,9 +52,10 @@ template <class TryWait>
 __device__ inline bool wait_bounded(TryWait try_wait) {
   if (try_wait()) return true;
   if (*static_cast<volatile unsigned long long*>(&g_wait_timeouts) != 0) return false;
-  const unsigned long long start = global_timer_ns();
+  // %globaltimer: nanoseconds, the same clock on every SM.
+  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
   while (!try_wait()) {
-    if (global_timer_ns() - start > kWaitLimitNs) {
+    if (cuda::ptx::get_sreg_globaltimer() - start > kWaitLimitNs) {
       atomicAdd(&g_wait_timeouts, 1ull);
       return false;
     }

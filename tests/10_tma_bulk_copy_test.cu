@@ -621,7 +621,7 @@ INSTANTIATE_TEST_SUITE_P(Single, GpuTmaStoreHazards,
 
 TEST_F(GpuTmaTest, WrongExpectTxEndsInBoundedTimeWithAClearError) {
   // 16 bytes more announced than copied: the phase never completes. The bounded wait must
-  // record kDataNeverArrived and leave, so the kernel ends after about kWaitTimeoutNs.
+  // record kDataNeverArrived and leave, so the kernel ends after about kWaitLimitNs (2 s).
   const std::size_t n = 3 * 4096 + 5;
   course::DeviceBuffer<std::uint32_t> in(n), out(n);
   course::fill_hash(in.span(), 7);

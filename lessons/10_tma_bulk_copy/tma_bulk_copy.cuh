@@ -20,7 +20,7 @@
 ///  - `pipeline`: `stages` buffers, a "full" and an "empty" mbarrier per buffer and one
 ///    producer warp (one elected lane issues the copies) beside the consumer threads.
 ///
-/// Every wait in these kernels is bounded (see kWaitTimeoutNs): a wait that never completes
+/// Every wait in these kernels is bounded (course/mbarrier.cuh: 2 s): a wait that never completes
 /// (a wrong byte count, a lost arrival) records an error and leaves the kernel instead of
 /// hanging the GPU; take_wait_errors() reports it on the host.
 ///
@@ -62,7 +62,7 @@ enum class Variant {
   single_barrier,
   /// DELIBERATELY BROKEN, never run by default: single_ptx announcing 16 bytes more than
   /// the copy delivers. The phase can never complete; the bounded wait reports
-  /// kDataNeverArrived (after kWaitTimeoutNs) instead of hanging.
+  /// kDataNeverArrived (after course::mbarrier::kWaitLimitNs) instead of hanging.
   broken_wrong_expect_tx,
   /// DELIBERATELY BROKEN, never run by default: single_ptx waiting for parity 0 every
   /// round. It does NOT hang: from the second round on, the wait asks about a phase that
@@ -160,19 +160,13 @@ __host__ __device__ constexpr std::uint32_t bulk_bytes(std::size_t count) {
 /// (course/mbarrier.cuh).
 using course::mbarrier::phase_parity;
 
-/// How long one wait may take before the kernel gives up and records an error: the course's
-/// bound (course/mbarrier.cuh), 2 s of %globaltimer. A correct wait lasts microseconds; the
-/// bound only turns a hang (a wrong byte count, a missing arrival) into an error the host can
-/// report, and it stays far above anything a time-sliced or sanitised run can add.
-inline constexpr std::uint64_t kWaitTimeoutNs = course::mbarrier::kWaitLimitNs;
-
 /// Bits of the error word the kernels set (take_wait_errors()).
 enum WaitError : unsigned {
   kNoWaitError = 0,
-  /// A consumer waited kWaitTimeoutNs for a batch that never arrived (its full barrier's
+  /// A consumer waited kWaitLimitNs (2 s) for a batch that never arrived (its full barrier's
   /// phase never completed: the expected byte count was never reached, or no arrival).
   kDataNeverArrived = 1u << 0,
-  /// The producer waited kWaitTimeoutNs for a buffer the consumers never released.
+  /// The producer waited kWaitLimitNs for a buffer the consumers never released.
   kBufferNeverFreed = 1u << 1,
   /// The kernel ran on a GPU below compute capability 9.0 and did nothing.
   kNotSm90 = 1u << 2,

@@ -40,7 +40,7 @@ __device__ inline void not_sm90(const std::uint32_t*, std::uint32_t*, std::size_
 
 /// Waits until the phase of `bar` with parity `parity` has completed, with the course's
 /// bounded wait (course/mbarrier.cuh: mbarrier.try_wait.parity in a loop, each try suspending
-/// the thread in hardware for a while, for at most kWaitTimeoutNs). Returns true when it
+/// the thread in hardware for a while, for at most kWaitLimitNs). Returns true when it
 /// completed; otherwise records `error` and returns false, and the caller must leave its
 /// loop. Why bounded: a phase that never completes (an expect_tx count the copies never
 /// reach, a lost arrival) would otherwise hang the GPU and every test after it.
@@ -62,7 +62,7 @@ __device__ inline bool wait_parity_bounded(std::uint64_t* bar, std::uint32_t par
 /// The same for a cuda::barrier and the token of this thread's arrival (try_wait_for).
 __device__ inline bool wait_token_bounded(BlockBarrier& bar, BlockBarrier::arrival_token&& token) {
   if (bar.try_wait_for(static_cast<BlockBarrier::arrival_token&&>(token),
-                       cuda::std::chrono::nanoseconds(kWaitTimeoutNs))) {
+                       cuda::std::chrono::nanoseconds(course::mbarrier::kWaitLimitNs))) {
     return true;
   }
   record_wait_error(kDataNeverArrived,

@@ -90,7 +90,7 @@ unsigned take_wait_errors() {
 
 std::string describe_wait_errors(unsigned errors) {
   if (errors == kNoWaitError) return "no wait error";
-  const std::string bound = std::to_string(kWaitTimeoutNs / 1000000) + " ms";
+  const std::string bound = std::to_string(course::mbarrier::kWaitLimitNs / 1000000) + " ms";
   std::string text;
   auto add = [&](const std::string& s) { text += (text.empty() ? "" : "; ") + s; };
   if (errors & kDataNeverArrived) {

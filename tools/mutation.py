@@ -294,10 +294,12 @@ _OUTPUT = "@MUTANT_OUTPUT@"
 
 
 def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float,
-                only: tuple[str, ...] = ()) -> Outcome:
+                only: tuple[str, ...] = (), fail_fast: bool = False) -> Outcome:
     """Runs every test of the lesson against the mutant, like the student's check (with
     `mutant_object` None: the program as built, the solution itself; with `only`, just those
-    tests)."""
+    tests). With `fail_fast` the run stops at the first failing test: one failure is a
+    verdict, and a mutant that leaves a barrier unfinished would otherwise wait out its
+    bounded waits (or the timeout) once per remaining test."""
     # The PTX and SASS tests read the kernels' object file: point them at the mutant's, or
     # they would check the solution's instructions instead (tests/support: kernels_object_path).
     env = dict(os.environ)
@@ -306,6 +308,8 @@ def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float,
     command = [str(test_program), "--gtest_brief=1"]
     if only:
         command.append("--gtest_filter=" + ":".join(only))
+    if fail_fast:
+        command.append("--gtest_fail_fast")
     status, output = run_bounded(command, timeout, env=env)
     if status is None:
         return Outcome("caught", "tests", f"they time out after {timeout:.0f} s: a hang", output,

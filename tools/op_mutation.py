@@ -56,9 +56,10 @@ not be judged for want of a GPU) grades every mutant exactly as tools/mutation.p
 blank region, which is how
 `./course check NN` grades a student (compile; every test of the lesson; the lesson program
 --quick under racecheck, synccheck and memcheck), in parallel: --jobs compilations at once,
---gpu-jobs graded at once on the GPU. It stops at --time-limit seconds and appends every
-verdict to the results file as one JSON line, so a second call carries on where the first
-stopped (a mutant already graded with the same source hash is skipped). `report` writes
+--gpu-jobs graded at once on the GPU; a mutant's test run stops at its first failing
+test, except in the lessons whose caught verdicts are confirmed with the GPU alone. It
+stops at --time-limit seconds and appends every verdict to the results file as one JSON
+line, so a second call carries on where the first stopped (a mutant already graded with the same source hash is skipped). `report` writes
 operator_mutation.md and operator_mutation.csv; it exits 1 when a survivor is not listed in
 tests/mutation_equivalents.json with the reason it cannot be told from the solution.
 `check-equivalents` is the authoring test that keeps that list honest.
@@ -1557,8 +1558,13 @@ class Runner:
                 if self.remaining() < min(run.test_timeout, 60):
                     return None
                 t = time.monotonic()
+                # The first failing test is the verdict (fail fast), except where a failure
+                # may be the crowd's doing and is confirmed alone below: there every test must
+                # have run, or a mutant whose first failure was only the crowd's would skip
+                # the tests after it.
                 tests = mutation.grade_tests(programs[run.test_target], obj,
-                                             min(run.test_timeout, self.remaining()))
+                                             min(run.test_timeout, self.remaining()),
+                                             fail_fast=not run.alone)
                 timings["tests"] = round(time.monotonic() - t, 1)
             if tests.verdict == "caught" and run.alone and tests.failed:
                 # A test of overlap or bandwidth may fail only because other mutants share
@@ -1678,14 +1684,20 @@ class Runner:
         for r in previous:
             if r.get("kind") == "baseline" and r.get("gpu") == self.gpu_name and self.gpu_name:
                 baselines[(r["lesson"], r["hash"])] = r
-        # Round robin over the lessons, the one with the most mutants first: the GPU runs a
-        # mix of lessons at any time, and a time limit cuts every lesson a little.
-        queues = {name: [m for m in todo if m.lesson == name] for name in lessons}
+        # The lessons whose caught verdicts are confirmed with the GPU alone go first: a
+        # confirmation waits until every program on the GPU has finished, and early on those
+        # are the timing lessons' own short runs, not another lesson's mutant hanging until
+        # its timeout. Within each group, round robin over the lessons, the one with the
+        # most mutants first: the GPU runs a mix of lessons at any time, and a time limit
+        # cuts every lesson a little.
         order = []
-        while any(queues.values()):
-            for name in sorted(queues, key=lambda n: -len(queues[n])):
-                if queues[name]:
-                    order.append(queues[name].pop(0))
+        for group in (sorted(n for n in lessons if runs[n].alone),
+                      sorted(n for n in lessons if not runs[n].alone)):
+            queues = {name: [m for m in todo if m.lesson == name] for name in group}
+            while any(queues.values()):
+                for name in sorted(queues, key=lambda n: -len(queues[n])):
+                    if queues[name]:
+                        order.append(queues[name].pop(0))
         # One thread per mutant: the semaphores, not the pool, limit what runs at once (a
         # thread waiting for the GPU to itself must not keep others from compiling).
         with ThreadPoolExecutor(max_workers=len(order) + len(runs)) as pool:

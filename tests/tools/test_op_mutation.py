@@ -362,9 +362,9 @@ class RunnerFlow(unittest.TestCase):
         (om.mutation.grade_tests, om.mutation.grade_sanitizers, om.Runner.prepare,
          om.gpu_description) = self.saved
 
-    def fake_tests(self, program, obj, timeout, only=()):
+    def fake_tests(self, program, obj, timeout, only=(), fail_fast=False):
         Outcome = om.mutation.Outcome
-        self.calls.append(("tests", str(obj), tuple(only)))
+        self.calls.append(("tests", str(obj), tuple(only), fail_fast))
         if obj is None:
             return Outcome("passed", "tests")
         name = str(obj.parent.name)
@@ -407,6 +407,12 @@ class RunnerFlow(unittest.TestCase):
                 self.assertEqual((r["verdict"], r["step"]), ("caught", "racecheck"))
             else:
                 self.assertEqual(r["verdict"], "survived")
+        # A mutant's tests stop at the first failure, except in a lesson confirmed alone (13),
+        # where every test must have run before a failure is put down to the crowd.
+        mutant_runs = [c for c in self.calls if c[0] == "tests" and c[1] != "None" and not c[2]]
+        self.assertTrue(mutant_runs)
+        for _, obj, _, fail_fast in mutant_runs:
+            self.assertEqual(fail_fast, Path(obj).parent.name.startswith("L02"), obj)
         baselines = [r for r in om.read_results([self.dir / "r.jsonl"]) if r.get("kind")]
         self.assertEqual(len(baselines), 2)
         # a second call grades nothing again

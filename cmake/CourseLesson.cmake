@@ -1,5 +1,4 @@
-# course_add_lesson(<number> <slug> [TEST_HOOKS] [USES <NN_slug>...] [SOURCES <file>...]
-#                   [SANITIZE_ARGS <tools/sanitize.py argument>...])
+# course_add_lesson(<number> <slug> [TEST_HOOKS] [USES <NN_slug>...] [SOURCES <file>...])
 #
 # Turns lessons/<number>_<slug>/ into everything a lesson needs:
 #
@@ -96,9 +95,37 @@ function(_course_min_gpus number out)
   set(${out} ${min_gpus} PARENT_SCOPE)
 endfunction()
 
+# tools/sanitize.py's arguments for the CUDA errors lesson `number`'s correct program meets on
+# purpose: its "expected_api_errors" in lessons/catalog.json, which `./course check` and the
+# mutation tools read too (one list for every sanitizer run of the lesson).
+function(_course_sanitize_args number out)
+  file(READ "${PROJECT_SOURCE_DIR}/lessons/catalog.json" catalog)
+  string(JSON count LENGTH "${catalog}" lessons)
+  math(EXPR last "${count} - 1")
+  set(args "")
+  foreach(i RANGE ${last})
+    string(JSON entry_number GET "${catalog}" lessons ${i} number)
+    if(entry_number STREQUAL "${number}")
+      string(JSON errors ERROR_VARIABLE missing GET "${catalog}" lessons ${i} expected_api_errors)
+      if(NOT missing)
+        string(JSON n LENGTH "${errors}")
+        if(n GREATER 0)
+          math(EXPR n_last "${n} - 1")
+          foreach(j RANGE ${n_last})
+            string(JSON name GET "${errors}" ${j})
+            list(APPEND args --expected-api-error "${name}")
+          endforeach()
+        endif()
+      endif()
+    endif()
+  endforeach()
+  set(${out} "${args}" PARENT_SCOPE)
+endfunction()
+
 function(course_add_lesson number slug)
-  cmake_parse_arguments(PARSE_ARGV 2 ARG "TEST_HOOKS" "" "USES;SOURCES;SANITIZE_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "TEST_HOOKS" "" "USES;SOURCES")
   _course_min_gpus(${number} min_gpus)
+  _course_sanitize_args(${number} sanitize_args)
   set(name "${number}_${slug}")
   set(lesson_dir "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
@@ -311,7 +338,7 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
       add_test(NAME L${number}.sanitize.${tool}
         COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tools/sanitize.py"
                 --sanitizer "${COURSE_COMPUTE_SANITIZER}" --tool ${tool} ${COURSE_SANITIZE_PTX}
-                ${ARG_SANITIZE_ARGS}
+                ${sanitize_args}
                 -- $<TARGET_FILE:${name}_solution> --quick --warmup 0 --iters 1)
       set_tests_properties(L${number}.sanitize.${tool} PROPERTIES
         LABELS "L${number};sanitize;gpu" TIMEOUT ${COURSE_SANITIZE_TIMEOUT} SKIP_RETURN_CODE 77)

@@ -54,7 +54,7 @@ FLAGS = [
     "-fdevice-syntax-only", "-diag-suppress=114,20280",
 ]
 HEADER_SUFFIXES = (".cuh", ".h")
-CMAKE_KEYWORDS = {"TEST_HOOKS", "USES", "SOURCES", "SANITIZE_ARGS"}
+CMAKE_KEYWORDS = {"TEST_HOOKS", "USES", "SOURCES"}
 
 
 def lesson_folders():

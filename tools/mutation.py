@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from course_cli.catalog import load_catalog, sanitize_arguments  # noqa: E402
 from course_cli.starter import BEGIN_RE, END_RE, STARTER_RE  # noqa: E402
 
 SKIP = 77
@@ -328,14 +329,27 @@ def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float,
     return Outcome("passed", "tests", "", output)
 
 
+def expected_api_errors(lesson_name: str) -> list[str]:
+    """tools/sanitize.py's arguments for the CUDA errors lesson `lesson_name` (e.g.
+    "16_peer_to_peer") meets on purpose: its "expected_api_errors" in lessons/catalog.json,
+    as the student's check and the sanitize tests pass them."""
+    root = Path(__file__).resolve().parent.parent
+    for lesson in load_catalog(root):
+        if lesson.name == lesson_name:
+            return sanitize_arguments(lesson)
+    return []
+
+
 def grade_sanitizers(program: Path, sanitizer: str, cuobjdump: str, timeout: float,
-                     tools: tuple[str, ...] = SANITIZER_TOOLS) -> Outcome:
+                     tools: tuple[str, ...] = SANITIZER_TOOLS,
+                     extra_args: list[str] | tuple[str, ...] = ()) -> Outcome:
     """Runs the lesson program --quick under each sanitizer tool as the student's check does
-    (tools/sanitize.py, a racecheck warning counting), stopping at the first report."""
+    (tools/sanitize.py, a racecheck warning counting, `extra_args` such as the lesson's
+    expected API errors), stopping at the first report."""
     sanitize = Path(__file__).resolve().parent / "sanitize.py"
     for tool in tools:
         command = [sys.executable, str(sanitize), "--sanitizer", sanitizer, "--tool", tool,
-                   "--warnings-fail"]
+                   "--warnings-fail", *extra_args]
         if cuobjdump:
             command += ["--cuobjdump", cuobjdump]
         command += ["--", str(program), *CHECK_PROGRAM_ARGS]
@@ -394,7 +408,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"NOT CAUGHT by the tests, and no compute-sanitizer to ask: {what}")
         return 1
     checked = grade_sanitizers(programs[args.exe_target], args.sanitizer, args.cuobjdump,
-                               TEST_TIMEOUT)
+                               TEST_TIMEOUT, extra_args=expected_api_errors(solution.parent.name))
     if checked.verdict == "caught":
         print(f"CAUGHT: {what}: by {checked.step} ({checked.detail})")
         return 0

@@ -1496,7 +1496,8 @@ class Runner:
                         t1 = time.monotonic()
                         sanitized = mutation.grade_sanitizers(
                             self.build_dir / "bin" / run.exe_target, self.sanitizer,
-                            self.cuobjdump, self.args.max_timeout)
+                            self.cuobjdump, self.args.max_timeout,
+                            extra_args=mutation.expected_api_errors(run.name))
                         t_sanitize = (time.monotonic() - t1) / len(mutation.SANITIZER_TOOLS)
                     if sanitized.verdict != "passed":
                         run.usable = False
@@ -1594,7 +1595,8 @@ class Runner:
                     checked = mutation.grade_sanitizers(programs[run.exe_target], self.sanitizer,
                                                         self.cuobjdump,
                                                         min(run.sanitize_timeout, self.remaining()),
-                                                        (tool,))
+                                                        (tool,),
+                                                        mutation.expected_api_errors(run.name))
                     if checked.verdict == "caught" and "time" in checked.detail and \
                             self.remaining() <= 1:
                         return None

@@ -355,6 +355,18 @@ class CatalogTest(unittest.TestCase):
             with self.assertRaises(CourseError) as caught:
                 catalog.load_catalog(Path(tmp))
             self.assertIn("min_cc", str(caught.exception))
+            bad = {"lessons": [dict(FIXTURE_CATALOG["lessons"][0],
+                                    expected_api_errors=["PeerAccessAlreadyEnabled"])]}
+            (Path(tmp) / "lessons/catalog.json").write_text(json.dumps(bad))
+            with self.assertRaises(CourseError) as caught:
+                catalog.load_catalog(Path(tmp))
+            self.assertIn("expected_api_errors", str(caught.exception))
+
+    def test_the_check_passes_a_lessons_expected_api_errors_to_the_sanitizers(self):
+        by_number = {lesson.number: lesson for lesson in self.lessons}
+        self.assertEqual(catalog.sanitize_arguments(by_number["16"]),
+                         ["--expected-api-error", "cudaErrorPeerAccessAlreadyEnabled"])
+        self.assertEqual(catalog.sanitize_arguments(by_number["03"]), [])
 
 
 # -------------------------------------------------------------- the CLI's exit codes

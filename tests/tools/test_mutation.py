@@ -25,6 +25,15 @@ int f(int x) {
 
 
 class MutationTest(unittest.TestCase):
+    def test_sanitizers_are_told_the_lessons_expected_api_errors(self):
+        # A correct lesson 16 or 17 program meets these errors on purpose: without them every
+        # mutant (and every student's check) would look caught by memcheck.
+        self.assertEqual(mutation.expected_api_errors("16_peer_to_peer"),
+                         ["--expected-api-error", "cudaErrorPeerAccessAlreadyEnabled"])
+        self.assertIn("cudaErrorNoKernelImageForDevice",
+                      mutation.expected_api_errors("17_nccl_overlap"))
+        self.assertEqual(mutation.expected_api_errors("01_register_staged"), [])
+
     def test_regions_know_their_todo_and_lines(self):
         found = mutation.regions(SOLUTION)
         self.assertEqual([(r["region"], r["todo"], r["begin"], r["end"]) for r in found],

@@ -374,7 +374,8 @@ class RunnerFlow(unittest.TestCase):
             return Outcome("caught", "tests", "Suite.Test", "", ("Suite.Test",))
         return Outcome("passed", "tests")
 
-    def fake_sanitizers(self, program, sanitizer, cuobjdump, timeout, tools=("racecheck",)):
+    def fake_sanitizers(self, program, sanitizer, cuobjdump, timeout, tools=("racecheck",),
+                        extra_args=()):
         Outcome = om.mutation.Outcome
         name = str(program.parent.name) if program.parent.name.startswith("L") else ""
         if "sync-weaken" in name:

@@ -27,6 +27,10 @@ class Lesson:
     ready: bool  # False while the lesson is only planned
     hints: list[str] = field(default_factory=list)
     min_gpus: int = 1  # GPUs of one host the lesson needs ("min_gpus" in the catalog, default 1)
+    # CUDA errors the lesson's correct program meets and handles on purpose (a second
+    # cudaDeviceEnablePeerAccess, say): compute-sanitizer reports them, and the check, the
+    # sanitize tests and the mutation tools all pass these names to tools/sanitize.py.
+    expected_api_errors: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -44,6 +48,11 @@ class Lesson:
 
     def solution_dir(self, root: Path) -> Path:
         return root / "solutions" / self.name
+
+
+def sanitize_arguments(lesson: Lesson) -> list[str]:
+    """tools/sanitize.py's arguments for the lesson's expected API errors."""
+    return [arg for name in lesson.expected_api_errors for arg in ("--expected-api-error", name)]
 
 
 def load_catalog(root: Path) -> list[Lesson]:
@@ -69,6 +78,7 @@ def load_catalog(root: Path) -> list[Lesson]:
                 ready=entry["ready"],
                 hints=entry.get("hints", []),
                 min_gpus=entry.get("min_gpus", 1),
+                expected_api_errors=entry.get("expected_api_errors", []),
             )
         except (KeyError, TypeError) as error:
             raise CourseError(f"{where}: missing or malformed field {error}") from None
@@ -101,6 +111,11 @@ def _check_lesson(lesson: Lesson, where: str) -> None:
         raise CourseError(f"{where}: min_gpus must be a whole number >= 1, got {lesson.min_gpus!r}")
     if not isinstance(lesson.hints, list) or not all(isinstance(h, str) for h in lesson.hints):
         raise CourseError(f"{where}: hints must be a list of strings")
+    if not isinstance(lesson.expected_api_errors, list) or not all(
+            isinstance(e, str) and re.fullmatch(r"cudaError\w+", e)
+            for e in lesson.expected_api_errors):
+        raise CourseError(f"{where}: expected_api_errors must be a list of cudaError names, "
+                          f"got {lesson.expected_api_errors!r}")
 
 
 def find_lesson(lessons: list[Lesson], text: str) -> Lesson:

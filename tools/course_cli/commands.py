@@ -11,7 +11,8 @@ from pathlib import Path
 
 from . import build, starter
 from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
-from .catalog import CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson
+from .catalog import (CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson,
+                      sanitize_arguments)
 from .errors import CourseError
 from .junit import read_junit
 from .starter import solution_without_markers, starter_pairs, strip_generated_header
@@ -287,7 +288,7 @@ def race_checks(root: Path, tree: BuildTree, lesson: Lesson) -> int:
     program = [shown(tree.executable(lesson.name), root), "--quick", "--warmup", "0", "--iters", "1"]
     for tool in RACE_CHECK_TOOLS:
         command = [sys.executable, str(root / "tools" / "sanitize.py"), "--sanitizer", sanitizer,
-                   "--tool", tool, "--warnings-fail"]
+                   "--tool", tool, "--warnings-fail", *sanitize_arguments(lesson)]
         cuobjdump = tree.cache_value("COURSE_CUOBJDUMP")
         if cuobjdump:
             command += ["--cuobjdump", cuobjdump]

@@ -59,7 +59,8 @@ blank region, which is how
 --gpu-jobs graded at once on the GPU; a mutant's test run stops at its first failing
 test, except in the lessons whose caught verdicts are confirmed with the GPU alone. It
 stops at --time-limit seconds and appends every verdict to the results file as one JSON
-line, so a second call carries on where the first stopped (a mutant already graded with the same source hash is skipped). `report` writes
+line, so a second call carries on where the first stopped (a mutant already graded with
+the same source hash is skipped). `report` writes
 operator_mutation.md and operator_mutation.csv; it exits 1 when a survivor is not listed in
 tests/mutation_equivalents.json with the reason it cannot be told from the solution.
 `check-equivalents` is the authoring test that keeps that list honest.
@@ -1296,6 +1297,7 @@ class LessonRun:
     exe_target: str
     digest: str = ""               # what the solution's own verdict depends on
     alone: bool = False            # a caught verdict of its tests is confirmed with the GPU alone
+    sanitize_args: list = field(default_factory=list)  # the lesson's expected API errors
     test_timeout: float = 300.0
     sanitize_timeout: float = 300.0
     ready: threading.Event = field(default_factory=threading.Event)
@@ -1457,7 +1459,8 @@ class Runner:
                                          (test_target, exe_target))
             digest = lesson_hash(name, solution.read_text(encoding="utf-8"))
             runs[name] = LessonRun(name, build, test_target, exe_target, digest,
-                                   alone=name in self.alone)
+                                   alone=name in self.alone,
+                                   sanitize_args=mutation.expected_api_errors(name))
         return runs
 
     def baseline(self, run: LessonRun, known: dict | None) -> None:
@@ -1497,7 +1500,7 @@ class Runner:
                         sanitized = mutation.grade_sanitizers(
                             self.build_dir / "bin" / run.exe_target, self.sanitizer,
                             self.cuobjdump, self.args.max_timeout,
-                            extra_args=mutation.expected_api_errors(run.name))
+                            extra_args=run.sanitize_args)
                         t_sanitize = (time.monotonic() - t1) / len(mutation.SANITIZER_TOOLS)
                     if sanitized.verdict != "passed":
                         run.usable = False
@@ -1596,7 +1599,7 @@ class Runner:
                                                         self.cuobjdump,
                                                         min(run.sanitize_timeout, self.remaining()),
                                                         (tool,),
-                                                        mutation.expected_api_errors(run.name))
+                                                        run.sanitize_args)
                 if checked.verdict == "caught" and "time" in checked.detail:
                     if self.remaining() <= 1:
                         return None
@@ -1609,7 +1612,7 @@ class Runner:
                             return None
                         checked = mutation.grade_sanitizers(
                             programs[run.exe_target], self.sanitizer, self.cuobjdump, timeout,
-                            (tool,), mutation.expected_api_errors(run.name))
+                            (tool,), run.sanitize_args)
                 if checked.verdict != "passed":
                     timings["sanitizers"] = round(time.monotonic() - t, 1)
                     return dict(record, verdict=checked.verdict, step=checked.step,

@@ -412,12 +412,12 @@ class RunnerFlow(unittest.TestCase):
                 self.assertEqual((r["verdict"], r["step"]), ("caught", "racecheck"))
             else:
                 self.assertEqual(r["verdict"], "survived")
-        # A mutant's tests stop at the first failure, except in a lesson confirmed alone (13),
-        # where every test must have run before a failure is put down to the crowd.
         # A sanitizer's timeout is confirmed with the GPU alone and twice the time (45 s -> 90 s).
         confirmed = [c for c in self.calls if c[0] == "sanitizers" and "wait-move" in c[1]]
         self.assertTrue(confirmed)
         self.assertIn(90, [c[2] for c in confirmed])
+        # A mutant's tests stop at the first failure, except in a lesson confirmed alone (13),
+        # where every test must have run before a failure is put down to the crowd.
         mutant_runs = [c for c in self.calls if c[0] == "tests" and c[1] != "None" and not c[2]]
         self.assertTrue(mutant_runs)
         for _, obj, _, fail_fast in mutant_runs:

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,11 +27,13 @@
 #include "gpu_test.h"
 #include "nccl_overlap.cuh"
 #include "nccl_overlap_run.h"
+#include "read_through.h"
 
 namespace {
 
 namespace no = nccl_overlap;
 namespace model = overlap_transfers::model;
+namespace ot = overlap_transfers;
 using course::testing::concerns_todo;
 using course::testing::concerns_todos;
 
@@ -207,19 +211,24 @@ std::vector<float> host_values(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
+const char* mode_name(int mode) {
+  return mode == 0   ? "sequential: "
+         : mode == 1 ? "overlapped, legacy stream held: "
+                     : "overlapped, inputs late and comm stream held: ";
+}
+
 void run_ranks(int ranks, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) threads.emplace_back(body, r);
   for (std::thread& t : threads) t.join();
 }
 
-TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
-  const int ranks = 2;
-  no::LayerShape s{ranks, 37, 100, 52, 60, 100};
+/// Every rank joins one communicator, each from its own thread as separate processes would
+/// (TODO 1); a failure fails the test (check HasFatalFailure()).
+void join_communicator(std::vector<Rank>& rank) {
+  const int ranks = static_cast<int>(rank.size());
   ncclUniqueId id{};
   COURSE_NCCL_CHECK(ncclGetUniqueId(&id));
-  std::vector<Rank> rank(ranks);
-  // TODO 1: every rank joins the communicator (each thread as a separate process would).
   run_ranks(ranks, [&](int r) {
     try {
       COURSE_CHECK(cudaSetDevice(r));
@@ -238,23 +247,46 @@ TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
     EXPECT_EQ(count, ranks) << concerns_todo(1);
     EXPECT_EQ(me, r) << concerns_todo(1);
   }
+}
+
+/// Every rank destroys its communicator from its own thread: destroying may wait for the
+/// other ranks (as separate processes would, each on its own).
+void leave_communicator(std::vector<Rank>& rank) {
+  run_ranks(static_cast<int>(rank.size()), [&](int r) {
+    cudaSetDevice(r);
+    if (rank[r].comm != nullptr) ncclCommDestroy(rank[r].comm);
+  });
+}
+
+TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
+  const int ranks = 2;
+  no::LayerShape s{ranks, 37, 100, 52, 60, 100};
+  std::vector<Rank> rank(ranks);
+  join_communicator(rank);
+  if (HasFatalFailure()) return leave_communicator(rank);
 
   const int m = s.rows();
   const std::vector<float> x = host_values(std::size_t(m) * s.k, 1700);
   for (const int chunks : {1, 3, 37}) {
-    for (const int mode :
-         {0, 1, 2}) {  // sequential, overlapped, overlapped with a late comm stream
-      const bool overlapped = mode > 0, held = mode == 2;
+    // 0: sequential; 1: overlapped, the legacy stream held; 2: overlapped, the inputs written
+    // late on the compute stream and the communication stream held.
+    for (const int mode : {0, 1, 2}) {
+      const bool overlapped = mode > 0, legacy_held = mode == 1, held = mode == 2;
       std::vector<std::vector<float>> y(ranks), z(ranks);
       run_ranks(ranks, [&](int r) {
         try {
           COURSE_CHECK(cudaSetDevice(r));
           Rank& me = rank[r];
-          course::Stream stream;
+          course::Stream stream, reader;  // non-blocking: neither waits for the legacy stream
           course::DeviceBuffer<float> xd(x.size()), w(std::size_t(s.k) * s.n_local),
               gathered(x.size()), yd(std::size_t(m) * s.n_local), a(std::size_t(m) * s.k_local),
               b(std::size_t(s.k_local) * s.n_out), partial(std::size_t(m) * s.n_out),
               zd(std::size_t(s.shard_rows) * s.n_out);
+          if (held) {  // X arrives late: a collective not ordered after `stream` reads poison
+            course::poison(xd.data(), xd.bytes(), stream);
+            hold_kernel<<<1, 1, 0, stream>>>(100'000'000);
+            COURSE_CHECK_LAUNCH();
+          }
           capstone::fill_uniform(xd.span(), 1700, stream);
           capstone::fill_uniform(w.span(), 1710 + r, stream);
           capstone::fill_uniform(a.span(), 1800 + r, stream);
@@ -277,7 +309,13 @@ TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
             // With `held`, the communication stream is busy for a while before each layer: a
             // GEMM that does not wait for its all-gather reads poison, and a missing join lets
             // the host read Z before any reduce-scatter ran. Without it, a reduce-scatter that
-            // does not wait for its GEMM sends poison.
+            // does not wait for its GEMM sends poison. With `legacy_held`, work a schedule
+            // put on the legacy stream (0) instead of its own streams is still waiting when
+            // `stream` has finished.
+            if (legacy_held) {
+              hold_kernel<<<1, 1, 0, cudaStreamLegacy>>>(200'000'000);
+              COURSE_CHECK_LAUNCH();
+            }
             if (held) {
               hold_kernel<<<1, 1, 0, ovl.comm>>>(100'000'000);
               COURSE_CHECK_LAUNCH();
@@ -293,9 +331,11 @@ TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
             no::issue_reduce_scatter_sequential(layers, rs, stream);
           }
           // Only the compute stream is synchronised: the schedule's join must cover the rest.
+          // The results are read on a stream of their own, not the legacy stream (which
+          // would first wait for what a wrong schedule left there).
           COURSE_CHECK(cudaStreamSynchronize(stream));
-          y[r] = course::to_host(yd.cspan());
-          z[r] = course::to_host(zd.cspan());
+          y[r] = course::testing::to_host_through(reader, yd.cspan());
+          z[r] = course::testing::to_host_through(reader, zd.cspan());
           COURSE_CHECK(cudaDeviceSynchronize());
         } catch (const std::exception& e) {
           rank[r].failure = e.what();
@@ -322,10 +362,8 @@ TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
         }
         const course::Comparison c = capstone::compare_gemm(expected, bound, y[r], s.k);
         EXPECT_TRUE(c.ok()) << "all-gather layer, rank " << r << ", " << chunks << " chunks, "
-                            << (held         ? "overlapped, comm stream held: "
-                                : overlapped ? "overlapped: "
-                                             : "sequential: ")
-                            << c.summary() << (overlapped ? concerns_todo(2) : "");
+                            << mode_name(mode) << c.summary()
+                            << (overlapped ? concerns_todo(2) : "");
       }
       std::vector<std::vector<float>> a(ranks), b(ranks);
       for (int q = 0; q < ranks; ++q) {
@@ -353,19 +391,97 @@ TEST_F(GpuTwoRanks, OverlappedLayersMatchTheReference) {
         const course::Comparison c =
             capstone::compare_gemm(expected, bound, z[r], s.k_local * ranks + ranks);
         EXPECT_TRUE(c.ok()) << "reduce-scatter layer, rank " << r << ", " << chunks << " chunks, "
-                            << (held         ? "overlapped, comm stream held: "
-                                : overlapped ? "overlapped: "
-                                             : "sequential: ")
-                            << c.summary() << (overlapped ? concerns_todos({3, 4}) : "");
+                            << mode_name(mode) << c.summary()
+                            << (overlapped ? concerns_todos({3, 4}) : "");
       }
     }
   }
-  // Every rank destroys its communicator from its own thread: destroying may wait for the
-  // other ranks (as separate processes would, each on its own).
-  run_ranks(ranks, [&](int r) {
-    cudaSetDevice(r);
-    ncclCommDestroy(rank[r].comm);
+  leave_communicator(rank);
+}
+
+/// The longest time, in ms, that one communication operation of `operations` ran beside one
+/// GEMM: both between their "before" (the stream reached it) and "after" events. Operations
+/// of one stream never share time (its events are in order), so a schedule that put its
+/// collectives and GEMMs on one stream, or wrapped an operation in events of the other
+/// stream than the one it runs on, shows 0 or less.
+double longest_overlap_ms(const std::vector<ot::TimedOperation>& operations) {
+  double longest = -1;
+  for (const ot::TimedOperation& comm : operations) {
+    if (comm.stage == no::kGemmStage) continue;
+    for (const ot::TimedOperation& gemm : operations) {
+      if (gemm.stage != no::kGemmStage) continue;
+      const double shared =
+          std::min(comm.end_ms, gemm.end_ms) - std::max(comm.ready_ms, gemm.ready_ms);
+      longest = std::max(longest, shared);
+    }
+  }
+  return longest;
+}
+
+/// What the overlapped schedules are for: chunk i + 1's all-gather runs while chunk i's GEMM
+/// does, and chunk i's reduce-scatter while chunk i + 1's GEMM does. Values cannot show it
+/// (OverlappedLayersMatchTheReference checks them); the timeline's events can. The layers
+/// are large enough that each GEMM and collective of 4 chunks takes tens of microseconds.
+TEST_F(GpuTwoRanks, OverlappedSchedulesRunCollectivesBesideGemms) {
+  constexpr int kRanks = 2, kChunks = 4;
+  constexpr double kMinimumOverlapMs = 0.002;  // a correct schedule shows 10 us or more
+  const no::LayerShape s{kRanks, 512, 2048, 1024, 2048, 1024};
+  std::vector<Rank> rank(kRanks);
+  join_communicator(rank);
+  if (HasFatalFailure()) return leave_communicator(rank);
+  std::vector<std::array<double, 2>> overlap_ms(kRanks);  // [rank][all-gather, reduce-scatter]
+  run_ranks(kRanks, [&](int r) {
+    try {
+      COURSE_CHECK(cudaSetDevice(r));
+      const int m = s.rows();
+      course::Stream stream;
+      course::DeviceBuffer<float> x(std::size_t(m) * s.k), w(std::size_t(s.k) * s.n_local),
+          gathered(x.size()), y(std::size_t(m) * s.n_local), a(std::size_t(m) * s.k_local),
+          b(std::size_t(s.k_local) * s.n_out), partial(std::size_t(m) * s.n_out),
+          z(std::size_t(s.shard_rows) * s.n_out);
+      for (auto [buffer, seed] :
+           {std::pair{&x, 1}, std::pair{&w, 2}, std::pair{&a, 3}, std::pair{&b, 4}}) {
+        capstone::fill_uniform(buffer->span(), 1700 + 10 * seed + r, stream);
+      }
+      const no::Layers layers{s,
+                              rank[r].comm,
+                              r,
+                              x.data() + std::size_t(r) * s.shard_rows * s.k,
+                              gathered.data(),
+                              y.data(),
+                              partial.data(),
+                              z.data()};
+      const auto ag = no::allgather_chunks(layers, w.data(), kChunks);
+      const auto rs = no::reduce_scatter_chunks(layers, a.data(), b.data(), kChunks);
+      const no::OverlapStreams ovl(kChunks);
+      for (const bool gather_layer : {true, false}) {
+        const auto issue = [&](no::Timeline* timeline) {
+          gather_layer ? no::issue_allgather_overlapped(layers, ag, ovl, stream, timeline)
+                       : no::issue_reduce_scatter_overlapped(layers, rs, ovl, stream, timeline);
+        };
+        issue(nullptr);  // warm-up: NCCL and cuBLAS set up on first use
+        no::Timeline timeline;
+        timeline.start(stream);
+        issue(&timeline);
+        COURSE_CHECK(cudaDeviceSynchronize());
+        overlap_ms[r][gather_layer ? 0 : 1] = longest_overlap_ms(timeline.read());
+      }
+    } catch (const std::exception& e) {
+      rank[r].failure = e.what();
+    }
   });
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(rank[r].failure.empty()) << rank[r].failure;
+    EXPECT_GT(overlap_ms[r][0], kMinimumOverlapMs)
+        << "rank " << r << ": no all-gather ran beside a GEMM (longest overlap "
+        << overlap_ms[r][0] * 1000 << " us): chunk i + 1's all-gather belongs on streams.comm "
+        << "while chunk i's GEMM runs on `compute`" << concerns_todo(2);
+    EXPECT_GT(overlap_ms[r][1], kMinimumOverlapMs)
+        << "rank " << r << ": no reduce-scatter ran beside a GEMM (longest overlap "
+        << overlap_ms[r][1] * 1000 << " us): chunk i's reduce-scatter belongs on streams.comm "
+        << "while chunk i + 1's GEMM runs on `compute`" << concerns_todo(3);
+  }
+  leave_communicator(rank);
 }
 
 // ---- GPU: the program itself, its ranks started by rank 0 ---------------------------------------

@@ -413,6 +413,17 @@ class GpuBothWays : public GpuPeerTest {
     COURSE_CHECK(cudaSetDevice(0));
   }
 
+  /// Both sources written, and nothing pending on either device: a copy between device
+  /// buffers may return before it is done, and stream_a (non-blocking) would not wait for it.
+  void write_sources() {
+    COURSE_CHECK(cudaMemcpy(src_a_->data(), staged_a_->data(), kBytes, cudaMemcpyDeviceToDevice));
+    COURSE_CHECK(cudaMemcpyPeer(src_b_->data(), 1, staged_b_->data(), 0, kBytes));
+    for (int d : {1, 0}) {
+      COURSE_CHECK(cudaSetDevice(d));
+      COURSE_CHECK(cudaDeviceSynchronize());
+    }
+  }
+
   std::vector<std::uint32_t> read(const course::DeviceBuffer<std::uint32_t>& d) const {
     return course::testing::to_host_through(*reader_, d.cspan());
   }
@@ -455,8 +466,7 @@ TEST_F(GpuBothWays, WaitForTheStreamAndJoinIt) {
 
   // The join: device b's stream is held, so its copy ends late; stream_a must wait for it.
   poison_all();
-  COURSE_CHECK(cudaMemcpy(src_a_->data(), staged_a_->data(), kBytes, cudaMemcpyDeviceToDevice));
-  COURSE_CHECK(cudaMemcpyPeer(src_b_->data(), 1, staged_b_->data(), 0, kBytes));
+  write_sources();
   COURSE_CHECK(cudaSetDevice(1));
   hold_kernel<<<1, 1, 0, resources_->stream_b()>>>(100'000'000ull);
   COURSE_CHECK_LAUNCH();
@@ -475,8 +485,7 @@ TEST_F(GpuBothWays, WaitForTheStreamAndJoinIt) {
 /// device), runs one after the other: the values are right and the point of TODO 3 is lost.
 TEST_F(GpuBothWays, EachCopyRunsOnItsOwnDevicesStream) {
   poison_all();
-  COURSE_CHECK(cudaMemcpy(src_a_->data(), staged_a_->data(), kBytes, cudaMemcpyDeviceToDevice));
-  COURSE_CHECK(cudaMemcpyPeer(src_b_->data(), 1, staged_b_->data(), 0, kBytes));
+  write_sources();
   course::PinnedBuffer<unsigned> gate(1);
   gate[0] = 0;
   COURSE_CHECK(cudaSetDevice(1));

@@ -13,6 +13,11 @@ are in IMAGE_PATH and picture names are unique across them (tools/results_table.
 it), so the file name alone is enough: this filter keeps only that. Nothing else changes,
 not even line breaks, so Doxygen's line numbers stay right. docs/Doxyfile.in runs it on
 every *.md (FILTER_PATTERNS).
+
+Each README and NOTES starts with a line that links its other edition (English, 中文), then a
+blank line and the title. Doxygen takes a page's title from its first line only, so the filter
+swaps the edition line and the title: the title comes first, the link right below it, and the
+line count stays the same.
 """
 import re
 import sys
@@ -21,8 +26,36 @@ import sys
 PICTURE = re.compile(r"(!\[[^\]]*\]\()(?:\.\./)*docs/(?:results/[^/)\s]+|figures)/")
 
 
+# Line 1 of either edition (tools/translation_check.py writes the rule).
+EDITION = re.compile(r"^(\*\*English\*\* · \[中文\]\([^)]*\)|\[English\]\([^)]*\) · \*\*中文\*\*)$")
+
+
+# An inline code span right beside a non-ASCII character (Chinese text and its full-width
+# punctuation: `、`cp.async`（`): Doxygen 1.9 takes that character for part of a word and does
+# not see the span, so the filter puts a space between them (outside fenced code blocks).
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+
+
+def space_code_spans(line):
+    def spaced(m):
+        before = " " if m.start() > 0 and ord(line[m.start() - 1]) > 127 else ""
+        after = " " if m.end() < len(line) and ord(line[m.end()]) > 127 else ""
+        return before + m.group(0) + after
+
+    return CODE_SPAN.sub(spaced, line)
+
+
 def rewrite(text):
-    return PICTURE.sub(r"\1", text)
+    lines = text.split("\n")
+    if len(lines) > 2 and EDITION.match(lines[0]) and not lines[1] and lines[2].startswith("# "):
+        lines[0], lines[2] = lines[2], lines[0]
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced:
+            lines[i] = space_code_spans(line)
+    return PICTURE.sub(r"\1", "\n".join(lines))
 
 
 def self_test():
@@ -37,6 +70,13 @@ def self_test():
          "[a link](../../docs/results/nvidia-h200/results.md)"),
         ("![D](https://example.org/docs/figures/x.svg)", "![D](https://example.org/docs/figures/x.svg)"),
         ("`docs/results/<gpu>/` in text\n", "`docs/results/<gpu>/` in text\n"),
+        # The edition line goes below the title, which Doxygen wants on line 1.
+        ("**English** · [中文](README.zh.md)\n\n# Lesson 03 {#lesson03}\ntext",
+         "# Lesson 03 {#lesson03}\n\n**English** · [中文](README.zh.md)\ntext"),
+        ("[English](NOTES.md) · **中文**\n\n# 笔记\n", "# 笔记\n\n[English](NOTES.md) · **中文**\n"),
+        # Code spans beside Chinese get a space, so that Doxygen sees them; code blocks do not.
+        ("为`cp.async`、`x`（y）", "为 `cp.async` 、 `x` （y）"),
+        ("```\n为`a`\n```\n", "```\n为`a`\n```\n"),
     ]
     for given, expected in cases:
         if rewrite(given) != expected:

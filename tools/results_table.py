@@ -266,7 +266,10 @@ def readme_problems():
 def expected_files():
     """Every generated file and the text it must hold."""
     files = {}
-    for readme_path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*/README.md")):
+    # Both editions of each README carry the same generated blocks (tools/translation_check.py
+    # checks that they match, section by section).
+    lesson_readmes = sorted((ROOT / "lessons").glob("[0-9][0-9]_*/README.md"))
+    for readme_path in lesson_readmes + sorted((ROOT / "lessons").glob("[0-9][0-9]_*/README.zh.md")):
         readme = readme_path.read_text()
         text = readme
         if OUT_BEGIN in text and OUT_END in text:
@@ -275,11 +278,12 @@ def expected_files():
             text = replace_block(text, FIG_BEGIN, FIG_END, readme_figures(readme_path.parent))
         if text != readme:
             files[readme_path] = text
-    readme = (ROOT / "README.md").read_text()
-    if BEGIN in readme and END in readme:
-        head, rest = readme.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        files[ROOT / "README.md"] = f"{head}{BEGIN}\n{readme_table()}\n{END}{tail}"
+    for top in (ROOT / "README.md", ROOT / "README.zh.md"):
+        readme = top.read_text() if top.exists() else ""
+        if BEGIN in readme and END in readme:
+            head, rest = readme.split(BEGIN, 1)
+            _, tail = rest.split(END, 1)
+            files[top] = f"{head}{BEGIN}\n{readme_table()}\n{END}{tail}"
     for d in gpu_dirs():
         files[d / "results.md"] = results_page(d)
     return files

@@ -24,7 +24,8 @@ from course_cli.errors import CourseError  # noqa: E402
 FIXTURE_CATALOG = {
     "lessons": [
         {"number": "00", "slug": "alpha", "title": "First \"quoted\" lesson", "minutes": 30,
-         "min_cc": "8.0", "ready": True, "hints": ["Look at the first thing.", "Then the second."]},
+         "min_cc": "8.0", "ready": True, "hints": ["Look at the first thing.", "Then the second."],
+         "title_zh": "第一课", "hints_zh": ["先看第一件事。", "再看第二件。"]},
         {"number": "01", "slug": "beta", "title": "Second lesson", "minutes": 60,
          "min_cc": "8.0", "ready": True, "hints": []},
         {"number": "02", "slug": "gamma", "title": "Needs Hopper", "minutes": 90,
@@ -155,6 +156,8 @@ class RepoTestCase(unittest.TestCase):
         self.root = make_repo(self.base)
         self.env = dict(os.environ)
         self.env.pop("COURSE_BUILD_ROOT", None)
+        for variable in ("COURSE_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):  # English by default
+            self.env.pop(variable, None)
 
     def tearDown(self):
         self._tmp.cleanup()
@@ -169,6 +172,71 @@ class RepoTestCase(unittest.TestCase):
         result = self.course("sync", *args)
         self.assertIn(result.returncode, (0, 1), result.stderr)
         return result
+
+
+# ------------------------------------------------------------------------- language
+
+
+class LanguageTest(RepoTestCase):
+    def test_the_first_that_is_set_decides(self):
+        from course_cli import i18n
+        self.assertEqual(i18n.choose(None, {}), "en")
+        self.assertEqual(i18n.choose("zh", {"COURSE_LANG": "en"}), "zh")
+        self.assertEqual(i18n.choose("en", {"LANG": "zh_CN.UTF-8"}), "en")
+        self.assertEqual(i18n.choose(None, {"COURSE_LANG": "zh", "LANG": "en_US.UTF-8"}), "zh")
+        self.assertEqual(i18n.choose(None, {"LANG": "zh_TW.UTF-8"}), "zh")
+        self.assertEqual(i18n.choose(None, {"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN"}), "en")
+
+    def test_list_and_hint_speak_chinese_when_asked(self):
+        self.env["COURSE_BUILD_ROOT"] = str(self.base / "builds")
+        for args, env in ((("--lang", "zh", "list"), {}), (("list", "--lang", "zh"), {}),
+                          (("list",), {"COURSE_LANG": "zh"}), (("list",), {"LANG": "zh_CN.UTF-8"})):
+            result = self.course(*args, env=dict(self.env, **env))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("标题", result.stdout, args)
+            self.assertIn("第一课", result.stdout, args)
+            self.assertIn("Second lesson", result.stdout, args)  # no title_zh: the English one
+            self.assertIn("README.zh.md", result.stdout, args)
+        result = self.course("hint", "00", "--lang", "zh")
+        self.assertIn("先看第一件事。", result.stdout)
+        self.assertIn("第 00 课（第一课）的提示 1/2", result.stdout)
+        english = self.course("--lang", "en", "hint", "00", "1", env=dict(self.env, LANG="zh_CN"))
+        self.assertIn("Look at the first thing.", english.stdout)
+        unknown = self.course("--lang", "zh", "hint", "99")
+        self.assertEqual(unknown.returncode, 2)
+        self.assertIn("没有这一课", unknown.stderr)
+
+    def test_every_message_of_the_commands_has_its_chinese(self):
+        import ast
+        from course_cli import i18n
+        missing = []
+        for module in ("commands.py", "catalog.py"):
+            tree = ast.parse((REPO / "tools" / "course_cli" / module).read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "tr":
+                    first = node.args[0] if node.args else None
+                    if isinstance(first, ast.Name) and first.id == "ARCHITECTURE_LEGEND":
+                        continue
+                    self.assertIsInstance(first, ast.Constant, f"{module}:{node.lineno}: tr() "
+                                          "takes a literal template, not an f-string")
+                    if first.value not in i18n.ZH:
+                        missing.append(f"{module}:{node.lineno}: {first.value!r}")
+        from course_cli.commands import ARCHITECTURE_LEGEND
+        if ARCHITECTURE_LEGEND not in i18n.ZH:
+            missing.append("ARCHITECTURE_LEGEND")
+        self.assertEqual(missing, [], "messages without a Chinese entry in i18n.ZH")
+
+    def test_every_lesson_has_its_chinese_title_and_hints(self):
+        for lesson in catalog.load_catalog(REPO):
+            self.assertTrue(lesson.title_zh, lesson.name)
+            self.assertEqual(len(lesson.hints_zh), len(lesson.hints), lesson.name)
+
+    def test_hints_zh_must_match_the_hints(self):
+        bad = dict(FIXTURE_CATALOG["lessons"][0], hints_zh=["只有一条。"])
+        (self.root / "lessons" / "catalog.json").write_text(json.dumps({"lessons": [bad]}))
+        result = self.course("list")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("hints_zh has 1 hints, hints 2", result.stderr)
 
 
 # ------------------------------------------------------------------------ generator
@@ -603,6 +671,17 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertIn("lessons/00_alpha/README.md", result.stdout)
         self.assertIn("lessons/00_alpha/alpha.cu", result.stdout)
         self.assertIn("./course hint 00", result.stdout)
+
+    def test_check_fail_in_chinese(self):
+        self.env["COURSE_LANG"] = "zh"
+        case = ('<testcase name="L00.lesson.GpuAlpha.c" status="fail"><failure message=""/>'
+                '<system-out>differ [concerns TODO 2]</system-out></testcase>')
+        result = self.check(junit_text(passed=["L00.lesson.Cpu.a"], extra=case), ctest_exit=8)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("第 00 课还没有完成：1 个通过，1 个失败，0 个跳过。", result.stdout)
+        self.assertIn("L00.lesson.GpuAlpha.c   （最可能是 TODO 2）", result.stdout)
+        self.assertIn("先看 lessons/00_alpha/alpha.cu 的 TODO 2。", result.stdout)
+        self.assertIn("阅读 lessons/00_alpha/README.zh.md", result.stdout)
 
     def test_check_fail_names_the_todos_the_failures_concern(self):
         case = ('<testcase name="L00.lesson.GpuAlpha.c" status="fail"><failure message=""/>'

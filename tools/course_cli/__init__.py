@@ -6,12 +6,14 @@ The `course` script at the repository root calls main(). The modules:
   build.py     cmake, ctest and the GPU probe
   junit.py     reading ctest's JUnit results (`check`, `list`)
   tour.py      parsing the lesson programs' output and the tour's summary
+  i18n.py      the language of the messages (English, or Chinese with --lang zh)
   commands.py  one function per command, and the argument parser
 """
 
 import sys
 from pathlib import Path
 
+from . import i18n
 from .commands import build_parser
 from .errors import CourseError
 
@@ -37,6 +39,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(own_args)  # exits 2 with a message on a usage error
+    i18n.set_language(i18n.choose(args.lang))
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -9,7 +9,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import i18n
 from .errors import CourseError
+from .i18n import tr
 
 CATALOG_PATH = Path("lessons") / "catalog.json"
 CATALOG_INC_PATH = Path("common") / "src" / "lesson_catalog.inc"
@@ -31,6 +33,9 @@ class Lesson:
     # cudaDeviceEnablePeerAccess, say): compute-sanitizer reports them, and the check, the
     # sanitize tests and the mutation tools all pass these names to tools/sanitize.py.
     expected_api_errors: list[str] = field(default_factory=list)
+    # The Chinese edition's title and hints (`./course --lang zh`); empty: the English ones.
+    title_zh: str = ""
+    hints_zh: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -79,6 +84,8 @@ def load_catalog(root: Path) -> list[Lesson]:
                 hints=entry.get("hints", []),
                 min_gpus=entry.get("min_gpus", 1),
                 expected_api_errors=entry.get("expected_api_errors", []),
+                title_zh=entry.get("title_zh", ""),
+                hints_zh=entry.get("hints_zh", []),
             )
         except (KeyError, TypeError) as error:
             raise CourseError(f"{where}: missing or malformed field {error}") from None
@@ -111,6 +118,13 @@ def _check_lesson(lesson: Lesson, where: str) -> None:
         raise CourseError(f"{where}: min_gpus must be a whole number >= 1, got {lesson.min_gpus!r}")
     if not isinstance(lesson.hints, list) or not all(isinstance(h, str) for h in lesson.hints):
         raise CourseError(f"{where}: hints must be a list of strings")
+    if not isinstance(lesson.title_zh, str):
+        raise CourseError(f"{where}: title_zh must be a string")
+    if not isinstance(lesson.hints_zh, list) or not all(isinstance(h, str) for h in lesson.hints_zh):
+        raise CourseError(f"{where}: hints_zh must be a list of strings")
+    if lesson.hints_zh and len(lesson.hints_zh) != len(lesson.hints):
+        raise CourseError(f"{where}: hints_zh has {len(lesson.hints_zh)} hints, hints "
+                          f"{len(lesson.hints)}: the editions give the same hints")
     if not isinstance(lesson.expected_api_errors, list) or not all(
             isinstance(e, str) and re.fullmatch(r"cudaError\w+", e)
             for e in lesson.expected_api_errors):
@@ -130,17 +144,17 @@ def find_lesson(lessons: list[Lesson], text: str) -> Lesson:
             if slug in ("", lesson.slug):
                 return lesson
     known = ", ".join(lesson.name for lesson in lessons)
-    raise CourseError(f"unknown lesson {text!r}; the lessons are: {known}")
+    raise CourseError(tr("unknown lesson {text}; the lessons are: {known}", text=repr(text),
+                         known=known))
 
 
 def find_ready_lesson(lessons: list[Lesson], text: str) -> Lesson:
     """Like find_lesson, but a lesson that is only planned is an error too."""
     lesson = find_lesson(lessons, text)
     if not lesson.ready:
-        raise CourseError(
-            f"lesson {lesson.number} ({lesson.title}) is planned but not built yet; "
-            "`./course list` shows the lessons that are ready"
-        )
+        raise CourseError(tr("lesson {number} ({title}) is planned but not built yet; "
+                             "`./course list` shows the lessons that are ready",
+                             number=lesson.number, title=i18n.title(lesson)))
     return lesson
 
 

@@ -7,6 +7,7 @@ import json
 import re
 import sys
 import textwrap
+import unicodedata
 from pathlib import Path
 
 from . import build, starter
@@ -14,6 +15,8 @@ from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
 from .catalog import (CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson,
                       sanitize_arguments)
 from .errors import CourseError
+from .i18n import doc, tr
+from . import i18n
 from .junit import read_junit
 from .starter import solution_without_markers, starter_pairs, strip_generated_header
 from .tour import LessonRun, lesson_run, summary_table, tour_succeeded
@@ -28,10 +31,10 @@ def gpu_column(probe: build.ProbeResult, lesson: Lesson) -> str:
     """yes / no / no GPU / ? : can this machine run the lesson?"""
     if probe.status == "gpu":
         if probe.gpu_count < lesson.min_gpus:
-            return "no"
-        return "yes" if probe.compute_capability >= lesson.min_cc_tuple else "no"
+            return tr("no")
+        return tr("yes") if probe.compute_capability >= lesson.min_cc_tuple else tr("no")
     if probe.status == "no-gpu":
-        return "no GPU"
+        return tr("no GPU")
     return "?"
 
 
@@ -51,12 +54,24 @@ needs: sm_80+ is for Ampere (sm_80, sm_86), Ada (sm_89), Hopper (sm_90) and Blac
   fits, PTX and SASS checks)."""
 
 
+def display_width(text: str) -> int:
+    """Columns `text` takes in a terminal: a CJK character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, width: int, right: bool = False) -> str:
+    """`text` padded with spaces to `width` terminal columns."""
+    fill = " " * max(0, width - display_width(text))
+    return fill + text if right else text + fill
+
+
 def last_check_column(root: Path, lesson: Lesson) -> str:
     """pass / fail / skipped / — from build/student/results/LNN.xml."""
     summary = read_junit(results_file(root, lesson))
     if summary is None or summary.verdict == "no tests":
         return "—"
-    return summary.verdict
+    shown_verdict = {"pass": tr("pass"), "fail": tr("fail"), "skipped": tr("skipped")}
+    return shown_verdict.get(summary.verdict, summary.verdict)
 
 
 def not_built_reason(root: Path, lesson: Lesson) -> str:
@@ -82,34 +97,35 @@ def cmd_list(root: Path, args: argparse.Namespace) -> int:
     lessons = load_catalog(root)
     probe = find_probe(root)
     if probe.status == "gpu":
-        print(f"GPU: {probe.message}")
+        print(tr("GPU: {message}", message=probe.message))
     elif probe.status == "no-gpu":
-        print(f"GPU: none ({probe.message})")
+        print(tr("GPU: none ({message})", message=probe.message))
     elif probe.status == "not-built":
-        print(
-            "GPU: unknown, the probe is not built yet (cmake --preset student && "
-            "cmake --build --preset student --target course_gpu_probe)"
-        )
+        print(tr("GPU: unknown, the probe is not built yet (cmake --preset student && "
+                 "cmake --build --preset student --target course_gpu_probe)"))
     else:
-        print(f"GPU: unknown ({probe.message})")
+        print(tr("GPU: unknown ({message})", message=probe.message))
     print()
-    title_width = max(len(lesson.title) for lesson in lessons)
+    titles = [i18n.title(lesson) for lesson in lessons]
+    title_width = max(display_width(title) for title in titles + [tr("title")])
     print(
-        f"{'#':<2}  {'title':<{title_width}}  {'min':>3}  {'needs':<6}  {'GPU':<6}  {'status':<7}  "
-        "last check"
+        f"{'#':<2}  {pad(tr('title'), title_width)}  {pad(tr('min'), 3, right=True)}  "
+        f"{pad(tr('needs'), 6)}  {'GPU':<6}  {pad(tr('status'), 7)}  {tr('last check')}"
     )
-    for lesson in lessons:
-        status = "ready" if lesson.ready else "planned"
-        needs = f"  (needs {lesson.min_gpus} GPUs)" if lesson.min_gpus > 1 else ""
+    for lesson, title in zip(lessons, titles):
+        status = tr("ready") if lesson.ready else tr("planned")
+        needs = tr("  (needs {count} GPUs)", count=lesson.min_gpus) if lesson.min_gpus > 1 else ""
         if reason := not_built_reason(root, lesson):
-            needs += f"  (not built: {reason})"
+            needs += tr("  (not built: {reason})", reason=reason)
         print(
-            f"{lesson.number:<2}  {lesson.title:<{title_width}}  {lesson.minutes:>3}  "
-            f"{architecture_column(lesson):<6}  {gpu_column(probe, lesson):<6}  {status:<7}  {last_check_column(root, lesson)}{needs}"
+            f"{lesson.number:<2}  {pad(title, title_width)}  {lesson.minutes:>3}  "
+            f"{architecture_column(lesson):<6}  {pad(gpu_column(probe, lesson), 6)}  "
+            f"{pad(status, 7)}  {last_check_column(root, lesson)}{needs}"
         )
     print()
-    print(ARCHITECTURE_LEGEND)
-    print("Start a lesson: read lessons/NN_slug/README.md, then `./course run NN` and `./course check NN`.")
+    print(tr(ARCHITECTURE_LEGEND))
+    print(tr("Start a lesson: read {readme}, then `./course run NN` and `./course check NN`.",
+             readme=doc("lessons/NN_slug/README.md")))
     return 0
 
 
@@ -135,18 +151,18 @@ def results_file(root: Path, lesson: Lesson) -> Path:
 def next_steps_after_pass(lessons: list[Lesson], lesson: Lesson) -> list[str]:
     following = next_lesson(lessons, lesson)
     steps = [
-        f"compare your code with the solution: ./course diff {lesson.number}",
-        f"read solutions/{lesson.name}/NOTES.md",
+        tr("compare your code with the solution: ./course diff {number}", number=lesson.number),
+        tr("read {notes}", notes=doc(f"solutions/{lesson.name}/NOTES.md")),
     ]
     if following is None:
-        steps.append("that was the last lesson: well done")
+        steps.append(tr("that was the last lesson: well done"))
     elif following.ready:
-        steps.append(
-            f"next lesson: {following.number} {following.title} "
-            f"(lessons/{following.name}/README.md, ./course run {following.number})"
-        )
+        steps.append(tr("next lesson: {number} {title} ({readme}, ./course run {number})",
+                        number=following.number, title=i18n.title(following),
+                        readme=doc(f"lessons/{following.name}/README.md")))
     else:
-        steps.append(f"next lesson: {following.number} {following.title} (planned, not built yet)")
+        steps.append(tr("next lesson: {number} {title} (planned, not built yet)",
+                        number=following.number, title=i18n.title(following)))
     return steps
 
 
@@ -172,7 +188,8 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
     tree.configure_if_needed()
     tree.build(
         f"{lesson.name}_test",
-        advice=f"fix the first compiler error above (in lessons/{lesson.name}/{lesson.slug}.cu?)",
+        advice=tr("fix the first compiler error above (in {file}?)",
+                  file=f"lessons/{lesson.name}/{lesson.slug}.cu"),
     )
     junit.parent.mkdir(parents=True, exist_ok=True)
     ctest_exit = build.run_command(ctest_command(root, tree, lesson, junit), root)
@@ -180,53 +197,61 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
     summary = read_junit(junit)
     print()
     if summary is None:
-        print(f"ctest wrote no readable results to {shown(junit, root)} (exit code {ctest_exit}).")
+        print(tr("ctest wrote no readable results to {junit} (exit code {code}).",
+                 junit=shown(junit, root), code=ctest_exit))
         return 1
     if summary.verdict == "no tests":
-        print(f"ctest found no tests named L{lesson.number}.lesson.*: was {lesson.name}_test built?")
+        print(tr("ctest found no tests named L{number}.lesson.*: was {target} built?",
+                 number=lesson.number, target=f"{lesson.name}_test"))
         return 1
 
-    counts = (
-        f"{len(summary.passed)} passed, {len(summary.failed)} failed, "
-        f"{len(summary.skipped)} skipped"
-    )
+    counts = tr("{passed} passed, {failed} failed, {skipped} skipped",
+                passed=len(summary.passed), failed=len(summary.failed),
+                skipped=len(summary.skipped))
     if summary.verdict == "fail" or ctest_exit != 0:
-        print(f"Lesson {lesson.number} is not done yet: {counts}.")
+        print(tr("Lesson {number} is not done yet: {counts}.", number=lesson.number, counts=counts))
+        exercise = f"lessons/{lesson.name}/{lesson.slug}.cu"
         if summary.failed:
-            print("Failed tests:")
+            print(tr("Failed tests:"))
             for name in summary.failed:
                 todos = summary.todos_of_failed.get(name)
-                concerns = f"   (most likely TODO {', '.join(map(str, todos))})" if todos else ""
+                concerns = (tr("   (most likely TODO {todos})", todos=", ".join(map(str, todos)))
+                            if todos else "")
                 print(f"  {name}{concerns}")
             named = sorted({t for todos in summary.todos_of_failed.values() for t in todos})
             if named:
-                print(f"Look first at TODO {', '.join(map(str, named))} of "
-                      f"lessons/{lesson.name}/{lesson.slug}.cu.")
+                print(tr("Look first at TODO {todos} of {file}.",
+                         todos=", ".join(map(str, named)), file=exercise))
         else:
-            print(f"ctest exited with {ctest_exit}; see its output above.")
+            print(tr("ctest exited with {code}; see its output above.", code=ctest_exit))
         explain_skips(summary.skip_reasons)
         if summary.skipped_for_gpu:
-            print(f"Not verified on this machine ({len(summary.skipped_for_gpu)} tests need a GPU, and "
-                  "so do the race checks): " + unverified_todos(root, lesson) + ".")
-        print("Next:")
-        print(f"  read lessons/{lesson.name}/README.md")
-        print(f"  the TODOs in lessons/{lesson.name}/{lesson.slug}.cu")
+            print(tr("Not verified on this machine ({count} tests need a GPU, and so do the race "
+                     "checks): {todos}.", count=len(summary.skipped_for_gpu),
+                     todos=unverified_todos(root, lesson)))
+        print(tr("Next:"))
+        print(tr("  read {readme}", readme=doc(f"lessons/{lesson.name}/README.md")))
+        print(tr("  the TODOs in {file}", file=exercise))
         print(f"  ./course hint {lesson.number}")
         return 1
     if summary.verdict == "skipped":
-        print(f"Lesson {lesson.number} is NOT verified: {counts}.")
-        print(f"{len(summary.skipped_for_gpu)} tests skipped because no usable CUDA GPU was found")
-        print(f"(no device, or one below compute capability {lesson.min_cc}), and the race")
-        print("and synchronisation checks need one too. Unverified on this machine: "
-              + unverified_todos(root, lesson) + ".")
-        print(f"Run `./course check {lesson.number}` on a machine with a GPU to verify your work.")
+        print(tr("Lesson {number} is NOT verified: {counts}.", number=lesson.number, counts=counts))
+        print(tr("{count} tests skipped because no usable CUDA GPU was found",
+                 count=len(summary.skipped_for_gpu)))
+        print(tr("(no device, or one below compute capability {min_cc}), and the race",
+                 min_cc=lesson.min_cc))
+        print(tr("and synchronisation checks need one too. Unverified on this machine: {todos}.",
+                 todos=unverified_todos(root, lesson)))
+        print(tr("Run `./course check {number}` on a machine with a GPU to verify your work.",
+                 number=lesson.number))
         return SKIP_EXIT_CODE
     explain_skips(summary.skip_reasons)
     race_exit = race_checks(root, tree, lesson)
     if race_exit != 0:
         return race_exit
-    print(f"Lesson {lesson.number} passes: {counts}; racecheck, synccheck and memcheck are clean.")
-    print("Next:")
+    print(tr("Lesson {number} passes: {counts}; racecheck, synccheck and memcheck are clean.",
+             number=lesson.number, counts=counts))
+    print(tr("Next:"))
     for step in next_steps_after_pass(lessons, lesson):
         print(f"  {step}")
     return 0
@@ -247,11 +272,11 @@ def explain_skips(skip_reasons: dict[str, str]) -> None:
     how to get what it needs: a skipped check is a check that verified nothing."""
     if not skip_reasons:
         return
-    print(f"Skipped, so not verified ({len(skip_reasons)}):")
+    print(tr("Skipped, so not verified ({count}):", count=len(skip_reasons)))
     for name, reason in skip_reasons.items():
-        print(f"  {name}: {reason or 'no reason printed'}")
+        print(f"  {name}: {reason or tr('no reason printed')}")
     if any("cuobjdump" in reason for reason in skip_reasons.values()):
-        print("  The SASS checks (and the README's recipes) need cuobjdump:")
+        print(tr("  The SASS checks (and the README's recipes) need cuobjdump:"))
         print("    " + CUOBJDUMP_HOWTO)
 
 
@@ -265,8 +290,9 @@ def unverified_todos(root: Path, lesson: Lesson) -> str:
             continue
         unique = sorted(set(numbers), key=int)
         if unique:
-            parts.append(f"TODO {', '.join(unique)} of {shown(mine, root)}")
-    return "; ".join(parts) or f"every TODO of lessons/{lesson.name}"
+            parts.append(tr("TODO {todos} of {file}", todos=", ".join(unique),
+                            file=shown(mine, root)))
+    return "; ".join(parts) or tr("every TODO of lessons/{name}", name=lesson.name)
 
 
 # The sanitizer tools the student's check runs on the student's own program, in this order:
@@ -280,11 +306,12 @@ def race_checks(root: Path, tree: BuildTree, lesson: Lesson) -> int:
     1 at the first report, 77 when compute-sanitizer is not installed (not verified)."""
     sanitizer = tree.cache_value("COURSE_COMPUTE_SANITIZER")
     if not sanitizer:
-        print(f"Lesson {lesson.number}: the tests pass, but compute-sanitizer was not found, so")
-        print("races and barrier misuse are NOT verified: "
-              + unverified_todos(root, lesson) + ".")
+        print(tr("Lesson {number}: the tests pass, but compute-sanitizer was not found, so",
+                 number=lesson.number))
+        print(tr("races and barrier misuse are NOT verified: {todos}.",
+                 todos=unverified_todos(root, lesson)))
         return SKIP_EXIT_CODE
-    tree.build(lesson.name, advice=f"fix the first compiler error above")
+    tree.build(lesson.name, advice=tr("fix the first compiler error above"))
     program = [shown(tree.executable(lesson.name), root), "--quick", "--warmup", "0", "--iters", "1"]
     for tool in RACE_CHECK_TOOLS:
         command = [sys.executable, str(root / "tools" / "sanitize.py"), "--sanitizer", sanitizer,
@@ -292,17 +319,18 @@ def race_checks(root: Path, tree: BuildTree, lesson: Lesson) -> int:
         cuobjdump = tree.cache_value("COURSE_CUOBJDUMP")
         if cuobjdump:
             command += ["--cuobjdump", cuobjdump]
-        print(f"\n--- {tool}: your program under compute-sanitizer")
+        print(tr("\n--- {tool}: your program under compute-sanitizer", tool=tool))
         exit_code, _ = build.run_streaming(command + ["--", *program], root)
         if exit_code == SKIP_EXIT_CODE:
-            print(f"{tool} could not run the program here (no suitable GPU).")
+            print(tr("{tool} could not run the program here (no suitable GPU).", tool=tool))
             return SKIP_EXIT_CODE
         if exit_code != 0:
-            print(f"\nLesson {lesson.number} is not done yet: the tests pass, but {tool} found a "
-                  "problem in your program (the first report is above).")
-            print("A value test can pass by luck when a wait or a barrier is missing; this check")
-            print(f"cannot. Look at the waits, barriers and releases of lessons/{lesson.name}/"
-                  f"{lesson.slug}.cu.")
+            print(tr("\nLesson {number} is not done yet: the tests pass, but {tool} found a "
+                     "problem in your program (the first report is above).",
+                     number=lesson.number, tool=tool))
+            print(tr("A value test can pass by luck when a wait or a barrier is missing; this check"))
+            print(tr("cannot. Look at the waits, barriers and releases of {file}.",
+                     file=f"lessons/{lesson.name}/{lesson.slug}.cu"))
             return 1
     return 0
 
@@ -317,9 +345,10 @@ def hints_seen_file(root: Path, lesson: Lesson) -> Path:
 
 def cmd_hint(root: Path, args: argparse.Namespace) -> int:
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
-    hints = lesson.hints
+    hints = i18n.hints(lesson)
     if not hints:
-        print(f"Lesson {lesson.number} has no hints. Its README's pitfalls section may help.")
+        print(tr("Lesson {number} has no hints. Its README's pitfalls section may help.",
+                 number=lesson.number))
         return 0
     seen_file = hints_seen_file(root, lesson)
     try:
@@ -333,19 +362,23 @@ def cmd_hint(root: Path, args: argparse.Namespace) -> int:
     else:
         if not 1 <= args.k <= len(hints):
             raise CourseError(
-                f"lesson {lesson.number} has {len(hints)} hints: ask for one of 1 to {len(hints)}",
+                tr("lesson {number} has {count} hints: ask for one of 1 to {count}",
+                   number=lesson.number, count=len(hints)),
                 exit_code=2,
             )
         k = args.k
-    print(f"Hint {k} of {len(hints)} for lesson {lesson.number} ({lesson.title}):")
-    print(textwrap.fill(hints[k - 1], width=88))
+    print(tr("Hint {k} of {count} for lesson {number} ({title}):", k=k, count=len(hints),
+             number=lesson.number, title=i18n.title(lesson)))
+    # Chinese has no spaces to break at: textwrap would leave a hint on one line.
+    print(textwrap.fill(hints[k - 1], width=88) if i18n.language() == "en" else hints[k - 1])
     if k > seen:
         seen_file.parent.mkdir(parents=True, exist_ok=True)
         seen_file.write_text(f"{k}\n", encoding="ascii")
     if k < len(hints):
-        print(f"(Stuck after trying it? `./course hint {lesson.number}` shows the next one.)")
+        print(tr("(Stuck after trying it? `./course hint {number}` shows the next one.)",
+                 number=lesson.number))
     else:
-        print("(That was the last hint.)")
+        print(tr("(That was the last hint.)"))
     return 0
 
 
@@ -537,11 +570,18 @@ def build_parser() -> argparse.ArgumentParser:
             "./course run 03 -- --quick; ./course run 06 --solution -- --stages 6 --csv out.csv."
         ),
     )
+    language_help = ("the language of the messages, lesson titles and hints: en (the default) "
+                     "or zh (Chinese); also COURSE_LANG=zh or a zh_* locale")
+    parser.add_argument("--lang", choices=("en", "zh"), help=language_help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name, handler, help_text, accepts_extra=False):
         command = commands.add_parser(name, help=help_text, description=help_text)
         command.set_defaults(handler=handler, accepts_extra=accepts_extra)
+        # Also after the command (`./course hint 03 --lang zh`); SUPPRESS keeps the value
+        # given before the command when this one is not given.
+        command.add_argument("--lang", choices=("en", "zh"), default=argparse.SUPPRESS,
+                             help=language_help)
         return command
 
     add("list", cmd_list, "list the lessons, whether this GPU can run them, and your last check")

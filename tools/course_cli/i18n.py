@@ -1,0 +1,172 @@
+"""The language of `./course`: English by default, Chinese (zh) when asked.
+
+Asked for, first match wins: `--lang zh` (or `--lang en`), the environment variable
+COURSE_LANG, then a zh_* locale in LC_ALL, LC_MESSAGES or LANG. The messages of `list`, `hint`,
+`check` and `run` are written in English in the code and passed through tr(); in Chinese,
+tr() looks each one up in ZH below (tests/tools/test_course_cli.py checks that every message
+of those commands has its entry). Lesson titles and hints come from the catalog's title_zh
+and hints_zh, and the READMEs and NOTES a message names from their Chinese editions.
+"""
+
+import os
+
+LANGUAGES = ("en", "zh")
+_language = "en"
+
+
+def choose(requested: str | None, environ=os.environ) -> str:
+    """The language to speak: `requested` (from --lang), else COURSE_LANG, else the locale."""
+    for value in (requested, environ.get("COURSE_LANG")):
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = environ.get(variable)
+        if value:  # the first one set decides, as for gettext
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def set_language(language: str) -> None:
+    global _language
+    _language = language if language in LANGUAGES else "en"
+
+
+def language() -> str:
+    return _language
+
+
+def tr(template: str, **fields) -> str:
+    """`template` in the chosen language, its {fields} filled in."""
+    text = ZH.get(template, template) if _language == "zh" else template
+    return text.format(**fields)
+
+
+def doc(path: str) -> str:
+    """A README.md or NOTES.md path as the chosen edition names it (README.zh.md in zh)."""
+    if _language == "zh" and path.endswith((".md",)) and not path.endswith(".zh.md"):
+        return path[:-3] + ".zh.md"
+    return path
+
+
+def title(lesson) -> str:
+    return (lesson.title_zh or lesson.title) if _language == "zh" else lesson.title
+
+
+def hints(lesson) -> list[str]:
+    return (lesson.hints_zh or lesson.hints) if _language == "zh" else lesson.hints
+
+
+ZH = {
+    # list
+    "GPU: {message}": "GPU：{message}",
+    "GPU: none ({message})": "GPU：无（{message}）",
+    "GPU: unknown, the probe is not built yet (cmake --preset student && "
+    "cmake --build --preset student --target course_gpu_probe)":
+        "GPU：未知，探测程序尚未构建（cmake --preset student && "
+        "cmake --build --preset student --target course_gpu_probe）",
+    "GPU: unknown ({message})": "GPU：未知（{message}）",
+    "title": "标题",
+    "min": "分钟",
+    "needs": "架构",
+    "status": "状态",
+    "last check": "上次检查",
+    "ready": "就绪",
+    "planned": "计划中",
+    "yes": "是",
+    "no": "否",
+    "no GPU": "无 GPU",
+    "pass": "通过",
+    "fail": "未通过",
+    "skipped": "跳过",
+    "  (needs {count} GPUs)": "  （需要 {count} 块 GPU）",
+    "  (not built: {reason})": "  （未构建：{reason}）",
+    "needs: sm_80+ is for Ampere (sm_80, sm_86), Ada (sm_89), Hopper (sm_90) and Blackwell (sm_100,\n"
+    "  sm_120); sm_90+ (TMA, mbarrier transactions) for Hopper and Blackwell. CI compiles every\n"
+    "  lesson for all of them; the results in docs/results were measured on H100 and H200 GPUs\n"
+    "  (none yet on Blackwell: build for it with\n"
+    "  cmake --preset student -DCMAKE_CUDA_ARCHITECTURES=100, or 120).\n"
+    "  Without a GPU, every lesson builds and `./course check NN` runs its CPU tests (the models,\n"
+    "  fits, PTX and SASS checks).":
+        "架构：sm_80+ 适用于 Ampere（sm_80、sm_86）、Ada（sm_89）、Hopper（sm_90）和 Blackwell\n"
+        "  （sm_100、sm_120）；sm_90+（TMA、mbarrier 事务计数）适用于 Hopper 和 Blackwell。CI 为\n"
+        "  以上所有架构编译每一课；docs/results 中的结果在 H100 和 H200 GPU 上测得（Blackwell 上\n"
+        "  尚无结果：可用 cmake --preset student -DCMAKE_CUDA_ARCHITECTURES=100 或 120 为它构建）。\n"
+        "  没有 GPU 时，每一课照样能构建，`./course check NN` 会运行它的 CPU 测试（模型、拟合、\n"
+        "  PTX 与 SASS 检查）。",
+    "Start a lesson: read {readme}, then `./course run NN` and `./course check NN`.":
+        "开始一课：先读 {readme}，再运行 `./course run NN` 和 `./course check NN`。",
+    # check
+    "compare your code with the solution: ./course diff {number}":
+        "把你的代码与参考答案对比：./course diff {number}",
+    "read {notes}": "阅读 {notes}",
+    "that was the last lesson: well done": "这是最后一课：做得好",
+    "next lesson: {number} {title} ({readme}, ./course run {number})":
+        "下一课：{number} {title}（{readme}，./course run {number}）",
+    "next lesson: {number} {title} (planned, not built yet)":
+        "下一课：{number} {title}（计划中，尚未构建）",
+    "fix the first compiler error above (in {file}?)":
+        "先修正上面的第一个编译错误（在 {file} 中？）",
+    "fix the first compiler error above": "先修正上面的第一个编译错误",
+    "ctest wrote no readable results to {junit} (exit code {code}).":
+        "ctest 没有在 {junit} 写下可读的结果（退出码 {code}）。",
+    "ctest found no tests named L{number}.lesson.*: was {target} built?":
+        "ctest 没有找到名为 L{number}.lesson.* 的测试：{target} 构建了吗？",
+    "{passed} passed, {failed} failed, {skipped} skipped":
+        "{passed} 个通过，{failed} 个失败，{skipped} 个跳过",
+    "Lesson {number} is not done yet: {counts}.": "第 {number} 课还没有完成：{counts}。",
+    "Failed tests:": "失败的测试：",
+    "   (most likely TODO {todos})": "   （最可能是 TODO {todos}）",
+    "Look first at TODO {todos} of {file}.": "先看 {file} 的 TODO {todos}。",
+    "ctest exited with {code}; see its output above.": "ctest 的退出码是 {code}；见上面的输出。",
+    "Not verified on this machine ({count} tests need a GPU, and so do the race checks): {todos}.":
+        "本机未能验证（{count} 个测试需要 GPU，竞争检查也需要）：{todos}。",
+    "Next:": "接下来：",
+    "  read {readme}": "  阅读 {readme}",
+    "  the TODOs in {file}": "  {file} 中的各个 TODO",
+    "Lesson {number} is NOT verified: {counts}.": "第 {number} 课未经验证：{counts}。",
+    "{count} tests skipped because no usable CUDA GPU was found":
+        "{count} 个测试被跳过，因为没有找到可用的 CUDA GPU",
+    "(no device, or one below compute capability {min_cc}), and the race":
+        "（没有设备，或设备的计算能力低于 {min_cc}），而竞争",
+    "and synchronisation checks need one too. Unverified on this machine: {todos}.":
+        "与同步检查同样需要 GPU。本机未验证：{todos}。",
+    "Run `./course check {number}` on a machine with a GPU to verify your work.":
+        "请在有 GPU 的机器上运行 `./course check {number}` 来验证你的代码。",
+    "Lesson {number} passes: {counts}; racecheck, synccheck and memcheck are clean.":
+        "第 {number} 课通过：{counts}；racecheck、synccheck 和 memcheck 均无报告。",
+    "Skipped, so not verified ({count}):": "被跳过、因而未验证的测试（{count} 个）：",
+    "no reason printed": "没有给出原因",
+    "  The SASS checks (and the README's recipes) need cuobjdump:":
+        "  SASS 检查（以及 README 中的做法）需要 cuobjdump：",
+    "TODO {todos} of {file}": "{file} 的 TODO {todos}",
+    "every TODO of lessons/{name}": "lessons/{name} 的每个 TODO",
+    "Lesson {number}: the tests pass, but compute-sanitizer was not found, so":
+        "第 {number} 课：测试通过，但没有找到 compute-sanitizer，因此",
+    "races and barrier misuse are NOT verified: {todos}.": "数据竞争与屏障误用未经验证：{todos}。",
+    "\n--- {tool}: your program under compute-sanitizer":
+        "\n--- {tool}：在 compute-sanitizer 下运行你的程序",
+    "{tool} could not run the program here (no suitable GPU).":
+        "{tool} 无法在这里运行程序（没有合适的 GPU）。",
+    "\nLesson {number} is not done yet: the tests pass, but {tool} found a problem in your "
+    "program (the first report is above).":
+        "\n第 {number} 课还没有完成：测试通过了，但 {tool} 在你的程序中发现了问题（第一条报告见上）。",
+    "A value test can pass by luck when a wait or a barrier is missing; this check":
+        "缺少等待或屏障时，数值测试可能碰巧通过；这项检查",
+    "cannot. Look at the waits, barriers and releases of {file}.":
+        "不会。请检查 {file} 中的等待、屏障和释放。",
+    # hint
+    "Lesson {number} has no hints. Its README's pitfalls section may help.":
+        "第 {number} 课没有提示。README 中的常见错误一节或许有帮助。",
+    "lesson {number} has {count} hints: ask for one of 1 to {count}":
+        "第 {number} 课有 {count} 条提示：请指定 1 到 {count} 之间的一条",
+    "Hint {k} of {count} for lesson {number} ({title}):":
+        "第 {number} 课（{title}）的提示 {k}/{count}：",
+    "(Stuck after trying it? `./course hint {number}` shows the next one.)":
+        "（试过之后仍卡住？`./course hint {number}` 显示下一条。）",
+    "(That was the last hint.)": "（这是最后一条提示。）",
+    # lessons named on the command line (run, check, hint)
+    "unknown lesson {text}; the lessons are: {known}": "没有这一课：{text}；现有的课程：{known}",
+    "lesson {number} ({title}) is planned but not built yet; "
+    "`./course list` shows the lessons that are ready":
+        "第 {number} 课（{title}）在计划中，尚未构建；`./course list` 列出已就绪的课程",
+}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CourseError
+from .i18n import tr
 
 PROBE_NAME = "course_gpu_probe"
 SKIP_EXIT_CODE = 77  # "cannot run here": no GPU, or compute capability too low
@@ -41,7 +42,8 @@ def run_command(command: list[str], root: Path) -> int:
     try:
         return subprocess.call(command, cwd=root)
     except FileNotFoundError:
-        raise CourseError(f"cannot run {command[0]}: not found", exit_code=1) from None
+        raise CourseError(tr("cannot run {program}: not found", program=command[0]),
+                          exit_code=1) from None
 
 
 def run_streaming(command: list[str], root: Path) -> tuple[int, list[str]]:
@@ -58,7 +60,8 @@ def run_streaming(command: list[str], root: Path) -> tuple[int, list[str]]:
             errors="replace",
         )
     except FileNotFoundError:
-        raise CourseError(f"cannot run {command[0]}: not found", exit_code=1) from None
+        raise CourseError(tr("cannot run {program}: not found", program=command[0]),
+                          exit_code=1) from None
     with process:
         for line in process.stdout:
             print(line, end="", flush=True)
@@ -129,16 +132,18 @@ class BuildTree:
         if self.is_configured():
             return
         if run_command(self.configure_command(), self.root) != 0:
-            raise CourseError(f"cmake --preset {self.preset} failed (see above)", exit_code=1)
+            raise CourseError(tr("cmake --preset {preset} failed (see above)", preset=self.preset),
+                              exit_code=1)
 
     def build(
-        self, target: str | list[str] | None = None, advice: str = "read the first error above"
+        self, target: str | list[str] | None = None, advice: str | None = None
     ) -> None:
         """Build some targets (or everything); a failed build is a CourseError with exit 1."""
         if run_command(self.build_command(target), self.root) != 0:
-            what = f"target {target}" if isinstance(target, str) else (
-                "the lessons' programs" if target else "the project")
-            raise CourseError(f"building {what} failed: {advice}", exit_code=1)
+            what = tr("target {target}", target=target) if isinstance(target, str) else (
+                tr("the lessons' programs") if target else tr("the project"))
+            raise CourseError(tr("building {what} failed: {advice}", what=what,
+                                 advice=advice or tr("read the first error above")), exit_code=1)
 
 
 @dataclass

@@ -164,6 +164,14 @@ ZH = {
     "(Stuck after trying it? `./course hint {number}` shows the next one.)":
         "（试过之后仍卡住？`./course hint {number}` 显示下一条。）",
     "(That was the last hint.)": "（这是最后一条提示。）",
+    # building (run, check)
+    "cannot run {program}: not found": "无法运行 {program}：找不到该程序",
+    "cmake --preset {preset} failed (see above)": "cmake --preset {preset} 失败（见上文）",
+    "target {target}": "目标 {target}",
+    "the lessons' programs": "各课的程序",
+    "the project": "整个项目",
+    "building {what} failed: {advice}": "构建 {what} 失败：{advice}",
+    "read the first error above": "先看上面的第一个错误",
     # lessons named on the command line (run, check, hint)
     "unknown lesson {text}; the lessons are: {known}": "没有这一课：{text}；现有的课程：{known}",
     "lesson {number} ({title}) is planned but not built yet; "

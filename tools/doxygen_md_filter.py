@@ -17,10 +17,12 @@ every *.md (FILTER_PATTERNS).
 Each README and NOTES starts with a line that links its other edition (English, 中文), then a
 blank line and the title. Doxygen takes a page's title from its first line only, so the filter
 swaps the edition line and the title: the title comes first, the link right below it, and the
-line count stays the same.
+line count stays the same. The link itself names the other edition's page (`@ref`): Doxygen
+finds a bare `README.zh.md` by its file name alone, and every lesson has one.
 """
 import re
 import sys
+from pathlib import Path
 
 # ![caption](any ../ then docs/results/<folder>/ or docs/figures/ ) -> ![caption](
 PICTURE = re.compile(r"(!\[[^\]]*\]\()(?:\.\./)*docs/(?:results/[^/)\s]+|figures)/")
@@ -45,9 +47,33 @@ def space_code_spans(line):
     return CODE_SPAN.sub(spaced, line)
 
 
-def rewrite(text):
+ROOT = Path(__file__).resolve().parent.parent
+TITLE_ANCHOR = re.compile(r"\{#([A-Za-z0-9_-]+)\}\s*$")
+
+
+def other_edition_page(path, title):
+    """The Doxygen page of the other edition of `path` (a README or NOTES with title `title`):
+    the title's anchor with or without _zh, else the name Doxygen gives a Markdown file without
+    one (md_ and its path from the root, / and . as _), the top README being the main page."""
+    chinese = path.name.endswith(".zh.md")
+    anchor = TITLE_ANCHOR.search(title)
+    if anchor:
+        name = anchor.group(1)
+        return name[:-3] if chinese else name + "_zh"
+    other = path.with_name(path.name[:-6] + ".md" if chinese else path.name[:-3] + ".zh.md")
+    try:
+        relative = other.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        relative = other.name
+    return "index" if relative == "README.md" else "md_" + re.sub(r"[/.]", "_", relative[:-3])
+
+
+def rewrite(text, path=None):
     lines = text.split("\n")
     if len(lines) > 2 and EDITION.match(lines[0]) and not lines[1] and lines[2].startswith("# "):
+        if path is not None:
+            lines[0] = re.sub(r"\]\([^)]*\)", f"](@ref {other_edition_page(path, lines[2])})",
+                              lines[0])
         lines[0], lines[2] = lines[2], lines[0]
     fenced = False
     for i, line in enumerate(lines):
@@ -78,6 +104,21 @@ def self_test():
         ("为`cp.async`、`x`（y）", "为 `cp.async` 、 `x` （y）"),
         ("```\n为`a`\n```\n", "```\n为`a`\n```\n"),
     ]
+    pages = [  # the edition line names the other edition's page
+        ("lessons/03_cuda_barrier/README.md", "**English** · [中文](README.zh.md)\n\n# L03 {#lesson03}\n",
+         "# L03 {#lesson03}\n\n**English** · [中文](@ref lesson03_zh)\n"),
+        ("lessons/03_cuda_barrier/README.zh.md", "[English](README.md) · **中文**\n\n# 第 03 课 {#lesson03_zh}\n",
+         "# 第 03 课 {#lesson03_zh}\n\n[English](@ref lesson03) · **中文**\n"),
+        ("solutions/03_cuda_barrier/NOTES.md", "**English** · [中文](NOTES.zh.md)\n\n# Notes\n",
+         "# Notes\n\n**English** · [中文](@ref md_solutions_03_cuda_barrier_NOTES_zh)\n"),
+        ("README.zh.md", "[English](README.md) · **中文**\n\n# 课程\n",
+         "# 课程\n\n[English](@ref index) · **中文**\n"),
+    ]
+    for relative, given, expected in pages:
+        got = rewrite(given, ROOT / relative)
+        if got != expected:
+            print(f"self-test FAILED: {relative}: {given!r} -> {got!r}, expected {expected!r}")
+            return 1
     for given, expected in cases:
         if rewrite(given) != expected:
             print(f"self-test FAILED: {given!r} -> {rewrite(given)!r}, expected {expected!r}")
@@ -93,7 +134,7 @@ def main():
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     with open(sys.argv[1], encoding="utf-8") as handle:
-        sys.stdout.write(rewrite(handle.read()))
+        sys.stdout.write(rewrite(handle.read(), Path(sys.argv[1])))
     return 0
 
 

@@ -107,8 +107,8 @@ double reduce_scatter_layer_flops(const LayerShape& s);
 /// A prepared cuBLAS SGEMM batch: one enqueue, nothing checked or allocated inside.
 using Gemm = course::Launch;
 
-/// Everything one rank's layers touch (device memory of this rank's GPU, allocated by
-/// make_layers()). Chunk i's data sits at a chunk's own place, so chunks never share bytes.
+/// Everything one rank's layers touch (device memory of this rank's GPU, allocated by the
+/// caller). Chunk i's data sits at a chunk's own place, so chunks never share bytes.
 struct Layers {
   LayerShape shape;
   ncclComm_t comm = nullptr;

@@ -15,7 +15,7 @@ from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
 from .catalog import (CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson,
                       sanitize_arguments)
 from .errors import CourseError
-from .i18n import doc, tr
+from .i18n import ARCHITECTURE_LEGEND, doc, tr
 from . import i18n
 from .junit import read_junit
 from .starter import solution_without_markers, starter_pairs, strip_generated_header
@@ -42,16 +42,6 @@ def architecture_column(lesson: Lesson) -> str:
     """sm_80+ / sm_90+: the oldest GPU architecture the lesson runs on (its min_cc)."""
     major, minor = lesson.min_cc_tuple
     return f"sm_{major}{minor}+"
-
-
-ARCHITECTURE_LEGEND = """\
-needs: sm_80+ is for Ampere (sm_80, sm_86), Ada (sm_89), Hopper (sm_90) and Blackwell (sm_100,
-  sm_120); sm_90+ (TMA, mbarrier transactions) for Hopper and Blackwell. CI compiles every
-  lesson for all of them; the results in docs/results were measured on H100 and H200 GPUs
-  (none yet on Blackwell: build for it with
-  cmake --preset student -DCMAKE_CUDA_ARCHITECTURES=100, or 120).
-  Without a GPU, every lesson builds and `./course check NN` runs its CPU tests (the models,
-  fits, PTX and SASS checks)."""
 
 
 def display_width(text: str) -> int:

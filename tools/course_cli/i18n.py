@@ -43,7 +43,7 @@ def tr(template: str, **fields) -> str:
 
 def doc(path: str) -> str:
     """A README.md or NOTES.md path as the chosen edition names it (README.zh.md in zh)."""
-    if _language == "zh" and path.endswith((".md",)) and not path.endswith(".zh.md"):
+    if _language == "zh" and path.endswith(".md") and not path.endswith(".zh.md"):
         return path[:-3] + ".zh.md"
     return path
 
@@ -55,6 +55,16 @@ def title(lesson) -> str:
 def hints(lesson) -> list[str]:
     return (lesson.hints_zh or lesson.hints) if _language == "zh" else lesson.hints
 
+
+# `list`'s legend of the needs column (a constant: tr() takes it whole).
+ARCHITECTURE_LEGEND = """\
+needs: sm_80+ is for Ampere (sm_80, sm_86), Ada (sm_89), Hopper (sm_90) and Blackwell (sm_100,
+  sm_120); sm_90+ (TMA, mbarrier transactions) for Hopper and Blackwell. CI compiles every
+  lesson for all of them; the results in docs/results were measured on H100 and H200 GPUs
+  (none yet on Blackwell: build for it with
+  cmake --preset student -DCMAKE_CUDA_ARCHITECTURES=100, or 120).
+  Without a GPU, every lesson builds and `./course check NN` runs its CPU tests (the models,
+  fits, PTX and SASS checks)."""
 
 ZH = {
     # list
@@ -80,13 +90,7 @@ ZH = {
     "skipped": "跳过",
     "  (needs {count} GPUs)": "  （需要 {count} 块 GPU）",
     "  (not built: {reason})": "  （未构建：{reason}）",
-    "needs: sm_80+ is for Ampere (sm_80, sm_86), Ada (sm_89), Hopper (sm_90) and Blackwell (sm_100,\n"
-    "  sm_120); sm_90+ (TMA, mbarrier transactions) for Hopper and Blackwell. CI compiles every\n"
-    "  lesson for all of them; the results in docs/results were measured on H100 and H200 GPUs\n"
-    "  (none yet on Blackwell: build for it with\n"
-    "  cmake --preset student -DCMAKE_CUDA_ARCHITECTURES=100, or 120).\n"
-    "  Without a GPU, every lesson builds and `./course check NN` runs its CPU tests (the models,\n"
-    "  fits, PTX and SASS checks).":
+    ARCHITECTURE_LEGEND:
         "架构：sm_80+ 适用于 Ampere（sm_80、sm_86）、Ada（sm_89）、Hopper（sm_90）和 Blackwell\n"
         "  （sm_100、sm_120）；sm_90+（TMA、mbarrier 事务计数）适用于 Hopper 和 Blackwell。CI 为\n"
         "  以上所有架构编译每一课；docs/results 中的结果在 H100 和 H200 GPU 上测得（Blackwell 上\n"

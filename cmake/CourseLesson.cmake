@@ -2,7 +2,7 @@
 #
 # Turns lessons/<number>_<slug>/ into everything a lesson needs:
 #
-#   <number>_<slug>                 the driver (main.cu) linked with the starter
+#   <number>_<slug>                 the driver (given/main.cu) linked with the starter
 #   <number>_<slug>_solution        the driver linked with solutions/<number>_<slug>/<slug>.cu
 #   <number>_<slug>_test            tests/<number>_<slug>_test.cu against the starter
 #   <number>_<slug>_solution_test   the same test source against the solution
@@ -11,14 +11,20 @@
 # 02's table includes lesson 01's kernel): their API headers become visible and their
 # already-compiled solution objects are linked in, never recompiled.
 #
+# A lesson folder shows the student's room at a glance: at its top only the exercise file
+# <slug>.cu, the API header <slug>.cuh, the READMEs and this CMakeLists.txt; everything the
+# student only reads lives in lessons/<number>_<slug>/given/. Both folders are include
+# directories of every target of the lesson.
+#
 # The student's file <slug>.cu holds only the exercise (kernels and the helpers they call).
-# The read-only launchers beside it, lessons/<number>_<slug>/<slug>_launch.cu (validation,
+# The read-only launchers, lessons/<number>_<slug>/given/<slug>_launch.cu (validation,
 # attributes, dispatch), are compiled in one unit with the student's file and, separately,
 # with the solution's: a kernel template and the launcher that instantiates it must meet in
 # one translation unit. The lesson's headers declare what the launchers use from the
 # student's file, so each read-only file also compiles alone (tools/compile_alone.py, ctest
 # lint.compile_alone). SOURCES are further read-only files of the lesson (a model it
-# teaches, say), compiled once and linked into every executable of the lesson.
+# teaches, say), named relative to given/, compiled once and linked into every executable of
+# the lesson.
 #
 # TEST_HOOKS: the lesson's kernels call the test-only hooks of course/batches.cuh (warps held
 # back, poisoned staging). Those exist only in a second compile of the same unit, with
@@ -38,7 +44,7 @@ option(COURSE_MUTATION_TESTS
   "Add the GPU-only mutation label: each exercise region replaced by its starter must be caught" OFF)
 
 function(_course_lesson_target target lesson_dir)
-  target_include_directories(${target} PUBLIC "${lesson_dir}")
+  target_include_directories(${target} PUBLIC "${lesson_dir}" "${lesson_dir}/given")
   target_link_libraries(${target} PUBLIC course_common PRIVATE course_warnings)
 endfunction()
 
@@ -125,7 +131,8 @@ function(course_add_lesson number slug)
   set(lesson_dir "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
   set(test_source "${PROJECT_SOURCE_DIR}/tests/${name}_test.cu")
-  foreach(path "${lesson_dir}/main.cu" "${lesson_dir}/${slug}.cu" "${lesson_dir}/${slug}.cuh"
+  set(given_dir "${lesson_dir}/given")
+  foreach(path "${given_dir}/main.cu" "${lesson_dir}/${slug}.cu" "${lesson_dir}/${slug}.cuh"
                "${solution_dir}/${slug}.cu" "${test_source}")
     if(NOT EXISTS "${path}")
       message(FATAL_ERROR "course_add_lesson(${number} ${slug}): missing ${path}")
@@ -136,19 +143,19 @@ function(course_add_lesson number slug)
   # checks can read which instructions the compiler really emitted.
   set(extra_sources "")
   foreach(source IN LISTS ARG_SOURCES)
-    list(APPEND extra_sources "${lesson_dir}/${source}")
+    list(APPEND extra_sources "${given_dir}/${source}")
   endforeach()
-  add_library(${name}_driver OBJECT "${lesson_dir}/main.cu")
+  add_library(${name}_driver OBJECT "${given_dir}/main.cu")
   set(extra_objects "")
   if(extra_sources)
     add_library(${name}_extra OBJECT ${extra_sources})
     _course_lesson_target(${name}_extra "${lesson_dir}")
     set(extra_objects ${name}_extra)
   endif()
-  set(launch_source "${lesson_dir}/${slug}_launch.cu")
+  set(launch_source "${given_dir}/${slug}_launch.cu")
   # A launch file that appears later (or goes) must re-run the configure step: the glob
   # with CONFIGURE_DEPENDS makes the build check for it.
-  file(GLOB launch_files CONFIGURE_DEPENDS "${lesson_dir}/*_launch.cu")
+  file(GLOB launch_files CONFIGURE_DEPENDS "${given_dir}/*_launch.cu")
   foreach(kind starter solution)
     if(kind STREQUAL "starter")
       set(kernels_source "${lesson_dir}/${slug}.cu")
@@ -207,7 +214,8 @@ function(course_add_lesson number slug)
                           "added before this one")
     endif()
     foreach(target ${name}_driver ${kernel_targets} ${name}_tests ${extra_objects})
-      target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${used}")
+      target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${used}"
+                                                   "${PROJECT_SOURCE_DIR}/lessons/${used}/given")
     endforeach()
     list(APPEND used_kernels ${used}_solution_kernels)
     # A used lesson's own read-only sources (its SOURCES, e.g. lesson 14's engine model).

@@ -2,22 +2,22 @@
 """Compile every read-only file of every lesson on its own.
 
 Why: the build compiles your exercise file (lessons/NN_slug/slug.cu) and the lesson's
-launch file (slug_launch.cu) as one unit, your file first (cmake/CourseLesson.cmake). If a
+launch file (given/slug_launch.cu) as one unit, your file first (cmake/CourseLesson.cmake). If a
 read-only file used something it never declared, only that include order would hold the
 build together, and an editor (or clangd) opening the file by itself would show errors that
 are not there. So each read-only header declares what it uses, including what your file
 defines (the kernels a launch file launches, the functions a kernel calls), and this check
 compiles each file alone to prove it.
 
-What it compiles, for every lessons/NN_slug/ folder:
+What it compiles, for every lessons/NN_slug/ folder and its given/ folder:
   - each header (*.cuh, *.h): a one-line file that #includes it;
   - each launch file (*_launch.cu): the file itself;
-never the exercise file slug.cu or the driver main.cu (the build compiles those).
+never the exercise file slug.cu or the driver given/main.cu (the build compiles those).
 
 How: nvcc as the build calls it (C++17, CUDA, the Release flags, the warnings of
 cmake/CourseWarnings.cmake), for sm_90 only (Hopper code guards itself), with the include
-folders the build gives the lesson: its own folder, common/include, and the folders of the
-lessons its CMakeLists.txt names after USES. Two differences, both because your file is
+folders the build gives the lesson: its own folder and its given/, common/include, and the
+same two folders of each lesson its CMakeLists.txt names after USES. Two differences, both because your file is
 not there:
   - -fdevice-syntax-only: the device side stops after the front end (every name, type,
     overload and template is checked; no PTX is made). A launch file's kernels call device
@@ -64,10 +64,16 @@ def lesson_folders():
 
 
 def read_only_files(lesson):
-    """The headers and launch files of `lesson`, relative to the repository, sorted."""
-    folder = os.path.join(LESSONS, lesson)
-    return [os.path.join("lessons", lesson, name) for name in sorted(os.listdir(folder))
-            if name.endswith(HEADER_SUFFIXES) or name.endswith("_launch.cu")]
+    """The headers and launch files of `lesson` (its folder, then given/), relative to the
+    repository, sorted."""
+    files = []
+    for sub in ("", "given"):
+        folder = os.path.join(LESSONS, lesson, sub)
+        if os.path.isdir(folder):
+            files += [os.path.join("lessons", lesson, sub, name) if sub else
+                      os.path.join("lessons", lesson, name) for name in sorted(os.listdir(folder))
+                      if name.endswith(HEADER_SUFFIXES) or name.endswith("_launch.cu")]
+    return files
 
 
 def used_lessons(lesson):
@@ -99,8 +105,8 @@ def used_lessons(lesson):
 
 def include_folders(lesson, extra):
     """nvcc's include options for a file of `lesson`, as the build gives them."""
-    folders = [os.path.join(LESSONS, lesson)]
-    folders += [os.path.join(LESSONS, used) for used in used_lessons(lesson)]
+    folders = [os.path.join(LESSONS, name, sub) if sub else os.path.join(LESSONS, name)
+               for name in [lesson] + used_lessons(lesson) for sub in ("", "given")]
     folders += [os.path.join(ROOT, "common", "include")]
     return ([flag for folder in folders for flag in ("-I", folder)] +
             [flag for folder in extra for flag in ("-isystem", folder)])
@@ -148,7 +154,7 @@ def main():
 
     if args.files:
         files = [os.path.relpath(os.path.abspath(f), ROOT) for f in args.files]
-        outside = [f for f in files if not re.match(r"lessons/\d\d_[^/]+/[^/]+$", f)]
+        outside = [f for f in files if not re.match(r"lessons/\d\d_[^/]+/(given/)?[^/]+$", f)]
         if outside:
             print(f"compile_alone.py: not a lesson's file: {', '.join(outside)}", file=sys.stderr)
             return 2

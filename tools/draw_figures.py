@@ -378,7 +378,7 @@ def draw_mbarrier_phases(source):
 # ---- lesson 11: the swizzle's bank map ------------------------------------------------------
 
 LESSON11 = "lessons/11_tma_tensor_copy/tma_tensor_copy.cuh"
-TENSOR_MAP = "lessons/11_tma_tensor_copy/tensor_map.h"
+TENSOR_MAP = "lessons/11_tma_tensor_copy/given/tensor_map.h"
 
 
 def swizzled(offset, span):

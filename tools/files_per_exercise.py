@@ -84,10 +84,11 @@ def regions_by_todo(solution_text):
 
 
 def include_dirs(root):
-    """Where the build looks for "..." includes: every lesson folder and common/include."""
+    """Where the build looks for "..." includes: every lesson folder, its given/, and
+    common/include."""
     lessons = os.path.join(root, "lessons")
-    dirs = [os.path.join(lessons, d) for d in sorted(os.listdir(lessons))
-            if os.path.isdir(os.path.join(lessons, d))]
+    dirs = [os.path.join(lessons, d, sub) for d in sorted(os.listdir(lessons))
+            for sub in ("", "given") if os.path.isdir(os.path.join(lessons, d, sub))]
     return dirs + [os.path.join(root, "common", "include")]
 
 

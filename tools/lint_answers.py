@@ -68,6 +68,10 @@ def read_only_files(root):
         exercise = lesson[3:] + ".cu"
         files += [os.path.join(folder, n) for n in sorted(os.listdir(folder))
                   if n.endswith(READ_ONLY_SUFFIXES) and n != exercise]
+        given = os.path.join(folder, "given")
+        if os.path.isdir(given):
+            files += [os.path.join(given, n) for n in sorted(os.listdir(given))
+                      if n.endswith(READ_ONLY_SUFFIXES)]
     for top in ("common/include", "common/src"):
         for folder, _, names in sorted(os.walk(os.path.join(root, top))):
             files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(READ_ONLY_SUFFIXES)]

@@ -60,6 +60,10 @@ def course_files(root):
         exercise = lesson[3:] + ".cu"  # the student's file: lessons/NN_slug/slug.cu
         files += [os.path.join(folder, n) for n in os.listdir(folder)
                   if n.endswith(SOURCE_SUFFIXES) and n != exercise]
+        given = os.path.join(folder, "given")
+        if os.path.isdir(given):
+            files += [os.path.join(given, n) for n in os.listdir(given)
+                      if n.endswith(SOURCE_SUFFIXES)]
     return sorted(os.path.relpath(f, root) for f in files)
 
 

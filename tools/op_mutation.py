@@ -1163,8 +1163,8 @@ def lesson_sources(lesson_name: str) -> tuple[list[Path], list[str]]:
     declarations of the types the exercise uses)."""
     solutions = sorted((ROOT / "solutions" / lesson_name).glob("*.cu"))
     headers = [p.read_text(encoding="utf-8")
-               for p in sorted((ROOT / "lessons" / lesson_name).glob("*.cuh")) +
-               sorted((ROOT / "lessons" / lesson_name).glob("*.h"))]
+               for p in sorted((ROOT / "lessons" / lesson_name).rglob("*.cuh")) +
+               sorted((ROOT / "lessons" / lesson_name).rglob("*.h"))]
     return solutions, headers
 
 
@@ -1236,8 +1236,8 @@ CODE_SUFFIXES = {".cu", ".cuh", ".h", ".hpp", ".cpp", ".txt"}  # .txt: CMakeList
 
 def lesson_code(lesson: str) -> list[Path]:
     """The lesson folder's code (its README does not change a verdict)."""
-    return sorted(p for p in (ROOT / "lessons" / lesson).iterdir()
-                  if p.is_file() and p.suffix in CODE_SUFFIXES)
+    return sorted((p for p in (ROOT / "lessons" / lesson).rglob("*")
+                   if p.is_file() and p.suffix in CODE_SUFFIXES), key=lambda p: p.name)
 
 
 def input_hash(m: Mutant) -> str:

@@ -1,4 +1,4 @@
-// Your exercise: the TODOs in this file. Read-only: main.cu, device_check.cuh, the tests.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 00: what this GPU can do for asynchronous data movement.
 //

@@ -1,4 +1,4 @@
-// Your exercise: the TODOs in this file. Read-only: register_staged_launch.cu, main.cu, the tests.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 01: copy and compute through registers.
 //

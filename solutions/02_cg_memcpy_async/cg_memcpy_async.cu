@@ -1,4 +1,4 @@
-// Your exercise: the TODOs in this file. Read-only: cg_memcpy_async_launch.cu, main.cu, the tests.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 02: copy and compute with cooperative_groups::memcpy_async.
 //

@@ -1,6 +1,4 @@
-// Your exercise: the TODOs in this file. The launchers and kernel entry points
-// (cuda_barrier_launch.cu), the device helpers (cuda_barrier_device.cuh), the driver (main.cu)
-// and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 03: cuda::barrier and cuda::memcpy_async. `cuda::memcpy_async(group, dst, src, size,
 // barrier)` starts a copy and binds it to the current phase of a cuda::barrier, which completes
@@ -13,7 +11,7 @@
 #include <cuda/barrier>
 
 #include "course/batches.cuh"
-#include "cuda_barrier_device.cuh"
+#include "given/cuda_barrier_device.cuh"
 
 // A __shared__ barrier is never constructed (one thread calls init()): silence warning 20054.
 #pragma nv_diag_suppress static_var_with_dynamic_init

@@ -1,10 +1,10 @@
-// Your exercise: the TODOs in this file. Read-only: alignment_launch.cu, main.cu, the tests.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 04: alignment and trivially copyable types. Each batch of 16 KB: 1. issue the
 // global -> shared copy with memcpy_async (the line this lesson studies), 2. wait for it,
 // 3. write the stage back (out[i] = in[i]), 4. sync before the stage is overwritten. What
 // step 1 compiles to depends only on what the compiler knows (the README's table).
-// alignment_launch.cu instantiates staged_copy_body once per method, as its own kernel.
+// given/alignment_launch.cu instantiates staged_copy_body once per method, as its own kernel.
 #include "alignment.cuh"
 
 #include <cooperative_groups.h>
@@ -179,7 +179,7 @@ __device__ void wait_for_copy(const cg::thread_block& block, Barrier& bar) {
   // END SOLUTION
 }
 
-// ---- The kernel body (one kernel per method instantiates it: alignment_launch.cu) --------
+// ---- The kernel body (one kernel per method instantiates it: given/alignment_launch.cu) --------
 
 /// Moves a shared-memory pointer up to the next kStageBoundary boundary. Pointer
 /// arithmetic, not integer arithmetic: the compiler must still see that the result points

@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. Read-only: pipeline_single_stage_launch.cu, main.cu,
-// the tests.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 05: a single-stage cuda::pipeline, at thread scope and at block scope.
 //

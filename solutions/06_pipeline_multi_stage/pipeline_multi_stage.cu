@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. The launchers (pipeline_multi_stage_launch.cu), the
-// driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 06: multi-stage pipelines, written twice.
 //

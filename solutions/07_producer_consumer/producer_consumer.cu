@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. The kernel and its launchers
-// (producer_consumer_launch.cu), the driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 07: producer and consumer warps.
 //
@@ -19,7 +18,7 @@
 //                   | acquire s0 (waits until all 256 consumers released b0), copy b4 ...
 //   consumer warps: wait s0 (b0 landed), compute b0, release s0 | wait s1, compute b1 ...
 //
-// The kernel, producer_consumer_kernel in producer_consumer_launch.cu, is written: it makes
+// The kernel, producer_consumer_kernel in given/producer_consumer_launch.cu, is written: it makes
 // the partitioned pipeline and runs both roles' loops with every producer_acquire,
 // producer_commit, consumer_wait and consumer_release. What is left here is *which data*
 // moves where: the buffer of a stage, the producers' copy, the consumers' share. So a

@@ -1,6 +1,4 @@
-// Your exercise: the TODOs in this file. The model (model.cpp), the kernel's measurements
-// (evidence.cuh), the launchers (warp_entanglement_launch.cu), the driver and the tests are
-// read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 08: warp entanglement of commit, wait and arrive-on.
 //
@@ -24,7 +22,7 @@
 #include <stdexcept>
 
 #include "course/batches.cuh"
-#include "evidence.cuh"
+#include "given/evidence.cuh"
 #include "warp_entanglement.cuh"
 
 namespace warp_entanglement {

@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. Read-only: the declarations and helpers
-// (ptx_cp_async_device.cuh), the kernels (ptx_cp_async_kernels.cuh), the rest of the lesson.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 09: cp.async in inline PTX, the instructions CCCL and the primitives hid:
 //
@@ -15,7 +14,7 @@
 
 #include "course/batches.cuh"
 #include "ptx_cp_async.cuh"
-#include "ptx_cp_async_device.cuh"
+#include "given/ptx_cp_async_device.cuh"
 
 namespace ptx_cp_async {
 namespace {

@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. The device helpers (tma_bulk_copy_device.cuh), the
-// launchers (tma_bulk_copy_launch.cu), the driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 10: bulk copies (TMA) with mbarrier transaction counts, sm_90 only. One thread moves
 // a whole batch with one instruction, and the barrier counts *bytes*. For 256 threads and 4
@@ -23,7 +22,7 @@
 #include <cuda/ptx>
 
 #include "course/batches.cuh"
-#include "tma_bulk_copy_device.cuh"
+#include "given/tma_bulk_copy_device.cuh"
 
 // A __shared__ cuda::barrier is initialised by init(), never by a constructor.
 #pragma nv_diag_suppress static_var_with_dynamic_init

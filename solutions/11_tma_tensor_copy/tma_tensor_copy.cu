@@ -1,6 +1,4 @@
-// Your exercise: the TODOs in this file. The device helpers (tma_tensor_copy_device.cuh), the
-// tile copy kernel (tma_tensor_copy_tile_copy.cuh), the launchers (tma_tensor_copy_launch.cu),
-// the tensor maps (tensor_map.cpp), the driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 11: 2-D tiles through the tensor memory accelerator (TMA), sm_90 only.
 //
@@ -21,7 +19,7 @@
 #include <cuda/ptx>
 
 #include "tma_tensor_copy.cuh"
-#include "tma_tensor_copy_device.cuh"  // read-only: wait_phase, multicast_load_box, ...
+#include "given/tma_tensor_copy_device.cuh"  // read-only: wait_phase, multicast_load_box, ...
 
 namespace tma_tensor_copy {
 
@@ -94,7 +92,7 @@ __device__ constexpr std::uint32_t swizzled(std::uint32_t offset) {
 }  // namespace
 
 // The tile copy kernel, TODOs 1-3 put to work (load, wait, store, refill), is read-only:
-// tma_tensor_copy_tile_copy.cuh.
+// given/tma_tensor_copy_tile_copy.cuh.
 
 /// out = in^T. Block b transposes tiles b, b + gridDim.x, ... (64 x 32 each), `stages` in
 /// flight. `misalign` bytes are added to the tiles' swizzle-aligned start (0 when correct).

@@ -1,6 +1,4 @@
-// Your exercise: the TODOs in this file. The rest of the API (pinned_memory_launch.cu), the
-// measurements and models (pinned_memory_parts.cu, small_copies.cu, overhead_model.cpp), the
-// driver (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 12: pinned memory and small-copy overhead.
 //

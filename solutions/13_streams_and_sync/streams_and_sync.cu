@@ -1,6 +1,4 @@
-// Your exercise: the six TODOs in this file. Every other file of the lesson is read-only:
-// the instruments (streams_and_sync_launch.cu), the experiments (measure.cu, breakers.cu,
-// child.cu, sync_calls.cu), the driver (main.cu) and the tests.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 13: streams and synchronisation.
 //

@@ -1,6 +1,4 @@
-// Your exercise: the TODOs in this file. The launchers, streams and timeline
-// (overlap_transfers_launch.cu), the engine-queue model (engine_model.cpp), the driver
-// (main.cu) and the tests are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 14: overlapping host<->device transfers with kernels.
 //
@@ -16,9 +14,9 @@
 //                                        for c: D2H(c)
 //
 // Each operation is one call of issue_operation(stage, job, chunk, chunks, stream,
-// timeline) (overlap_transfers_launch.cu): a cudaMemcpyAsync of the chunk's bytes, or a
+// timeline) (given/overlap_transfers_launch.cu): a cudaMemcpyAsync of the chunk's bytes, or a
 // launch of trig_rounds_kernel over the chunk's elements, on `stream`. Which order wins
-// depends on the GPU's engines and queues: the README and engine_model.cpp explain why.
+// depends on the GPU's engines and queues: the README and given/engine_model.cpp explain why.
 #include "overlap_transfers.cuh"
 
 #include <cstddef>

@@ -1,5 +1,4 @@
-// Your exercise: the TODOs in this file. Read-only: rungs 1-3 (capstone_register_staged.cuh),
-// the device helpers (capstone_device.cuh), the launchers (capstone_launch.cu), the rest.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 15: the two asynchronous rungs of the SGEMM ladder. Both compute rung 3's 128 x 256
 // tile of C per block with the same 8 computing warps, the same arithmetic and the same
@@ -14,8 +13,8 @@
 #include <cuda/ptx>
 
 #include "capstone.cuh"
-#include "capstone_device.cuh"
-#include "streamed.cuh"  // Part 2: issue_chunk() and what it works with
+#include "given/capstone_device.cuh"
+#include "given/streamed.cuh"  // Part 2: issue_chunk() and what it works with
 
 namespace capstone {
 namespace {
@@ -185,7 +184,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 // ---- Part 2: the streamed pipeline -------------------------------------------------------
 //
 // A job larger than one chunk: C_host = A_host W, A_host and C_host in pinned host memory, W
-// on the device. The launchers (streamed.cu) cut the rows into chunks, give each chunk its
+// on the device. The launchers (given/streamed.cu) cut the rows into chunks, give each chunk its
 // own stream and its own prepared GEMM, and call issue_chunk() for one chunk after another:
 // your function decides what each chunk's stream does.
 

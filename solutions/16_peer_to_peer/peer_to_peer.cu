@@ -1,5 +1,4 @@
-// Your exercise: the four TODOs in this file. Everything else (peer_to_peer_launch.cu,
-// halo_model.cpp, main.cu, the tests) is read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
 // Lesson 16: moving data between two GPUs of one host.
 //

@@ -1,5 +1,4 @@
-// Lesson 17 exercise: edit only the TODO regions below (the communicator and the two overlapped
-// schedules); nccl_overlap_launch.cu, main.cu and the headers are read-only.
+// Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 #include <cuda_runtime.h>
 #include <nccl.h>
 

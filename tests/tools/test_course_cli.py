@@ -531,6 +531,94 @@ class CliTest(RepoTestCase):
             self.assertNotIn(noise, result.stdout)
 
 
+# ---------------------------------------------------------------- hint ladders per TODO
+
+LADDERS = {"todos": {
+    "1": {"contract_zh": ["返回答案。\n第二行。"],
+          "hints": ["What is the answer?", "README, section Answers.", "return twice x plus 42",
+                    "int y = x * 2;\nreturn y + 42;"],
+          "hints_zh": ["答案是什么？", "README 的答案一节。", "返回 x 的两倍加 42", "int y = x * 2;\nreturn y + 42;"]},
+    "2": {"contract_zh": ["暂时什么都不做。"],
+          "hints": ["Why nothing?", "README, section Nothing.", "if true: nothing"],
+          "hints_zh": ["为什么什么都不做？", "README 的无事一节。", "若为真：什么都不做"]},
+}}
+
+
+class LadderTest(RepoTestCase):
+    def setUp(self):
+        super().setUp()
+        self.env["COURSE_BUILD_ROOT"] = str(self.base / "builds")
+        self.ladders = self.root / "lessons/00_alpha/given/hints.json"
+        self.ladders.parent.mkdir(parents=True)
+        self.ladders.write_text(json.dumps(LADDERS, ensure_ascii=False))
+        self.sync()
+
+    def test_the_first_unfinished_todo_one_rung_at_a_time(self):
+        first = self.course("hint", "0")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertIn("Hint 1 of 4 for TODO 1 of lesson 00", first.stdout)
+        self.assertIn("What is the answer?", first.stdout)
+        self.assertIn("`./course hint 00 --todo 1` shows the next one", first.stdout)
+        self.assertIn("README, section Answers.", self.course("hint", "0").stdout)
+        # TODO 1 written: the next hint is TODO 2's first rung.
+        mine = self.root / "lessons/00_alpha/alpha.cu"
+        mine.write_text(mine.read_text().replace("return 0;  // your code here", "return x;"))
+        second = self.course("hint", "0")
+        self.assertIn("Hint 1 of 3 for TODO 2", second.stdout)
+        # TODO 1's ladder goes on where it stopped; the last rung is its code, unwrapped.
+        self.assertIn("Hint 3 of 4 for TODO 1", self.course("hint", "0", "--todo", "1").stdout)
+        code = self.course("hint", "0", "--todo", "1").stdout
+        self.assertIn("int y = x * 2;\nreturn y + 42;", code)
+        self.assertIn("last hint of TODO 1", code)
+        self.assertIn("Hint 1 of 4", self.course("hint", "0", "1", "--todo", "1").stdout)
+
+    def test_bad_todo_or_rung_is_a_usage_error(self):
+        for args in (("--todo", "7"), ("--todo", "2", "4"), ("--todo", "1", "0")):
+            result = self.course("hint", "0", *args)
+            self.assertEqual(result.returncode, 2, args)
+            self.assertNotIn("Traceback", result.stderr)
+
+    def test_everything_written_points_at_check(self):
+        mine = self.root / "lessons/00_alpha/alpha.cu"
+        mine.write_text((self.root / "solutions/00_alpha/alpha.cu").read_text())
+        result = self.course("hint", "0")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("./course check 00", result.stdout)
+
+    def test_chinese_rungs_and_reset_with_chinese_contracts(self):
+        result = self.course("--lang", "zh", "hint", "0")
+        self.assertIn("TODO 1 的提示 1/4", result.stdout)
+        self.assertIn("答案是什么？", result.stdout)
+        self.assertIn("./course hint 00 --todo 1 --lang zh", result.stdout)
+        reset = self.course("reset", "0", "--lang", "zh")
+        self.assertEqual(reset.returncode, 0, reset.stderr)
+        text = (self.root / "lessons/00_alpha/alpha.cu").read_text()
+        self.assertIn("  // TODO 1: 返回答案。\n  //         第二行。\n  return 0;", text)
+        self.assertIn("    // TODO 2: 暂时什么都不做。\n", text)
+        self.assertNotIn("return the answer", text)
+        self.assertIn("// 由 ./course sync 从 solutions/00_alpha/alpha.cu 生成", text)
+        # The Chinese starter is a fresh starter too: its TODOs count as unfinished.
+        self.assertIn("TODO 1 的提示", self.course("--lang", "zh", "hint", "0", "--todo", "1").stdout)
+        self.assertIn("Hint 1 of 3 for TODO 2", self.course("hint", "0", "--todo", "2").stdout)
+
+    def test_sync_check_wants_a_ladder_and_a_chinese_contract_per_todo(self):
+        self.assertEqual(self.course("sync", "--check").returncode, 0)
+        broken = json.loads(json.dumps(LADDERS))
+        del broken["todos"]["2"]
+        broken["todos"]["1"]["contract_zh"].append("多余")
+        self.ladders.write_text(json.dumps(broken))
+        result = self.course("sync", "--check")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("TODO 2 has no hint ladder", result.stdout)
+        self.assertIn("TODO 1 occurs 1 time(s), and its contract_zh has 2 text(s)", result.stdout)
+        broken = json.loads(json.dumps(LADDERS))
+        broken["todos"]["2"]["hints_zh"].pop()
+        self.ladders.write_text(json.dumps(broken))
+        result = self.course("sync", "--check")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("3 rungs in English and 2 in Chinese", result.stderr)
+
+
 # ------------------------------------------------- commands that call cmake and ctest
 
 
@@ -683,6 +771,19 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertIn("L00.lesson.GpuAlpha.c   （最可能是 TODO 2）", result.stdout)
         self.assertIn("先看 lessons/00_alpha/alpha.cu 的 TODO 2。", result.stdout)
         self.assertIn("阅读 lessons/00_alpha/README.zh.md", result.stdout)
+
+    def test_check_fail_offers_the_next_rung_of_the_failing_todo(self):
+        ladders = self.root / "lessons/00_alpha/given/hints.json"
+        ladders.parent.mkdir(parents=True)
+        ladders.write_text(json.dumps(LADDERS, ensure_ascii=False))
+        self.sync()
+        result = self.check(junit_text(passed=["L00.lesson.Cpu.a"], extra=FAILED_FOR_TODO_2),
+                            ctest_exit=8)
+        self.assertIn("./course hint 00 --todo 2   (the next hint for TODO 2)", result.stdout)
+        result = self.course("--lang", "zh", "check", "00",
+                             env=dict(self.env, FAKE_JUNIT=str(self.base / "fixture.xml"),
+                                      FAKE_CTEST_EXIT="8"))
+        self.assertIn("./course hint 00 --todo 2 --lang zh   （TODO 2 的下一级提示）", result.stdout)
 
     def test_check_fail_names_the_todos_the_failures_concern(self):
         result = self.check(junit_text(passed=["L00.lesson.Cpu.a"], extra=FAILED_FOR_TODO_2),

@@ -3,6 +3,7 @@
 The `course` script at the repository root calls main(). The modules:
   catalog.py   the lesson map (lessons/catalog.json)
   starter.py   the generator of starters from solutions (`sync`, `reset`)
+  exercise.py  the TODOs one by one: their Chinese contracts and hint ladders (`hint`, `check`)
   build.py     cmake, ctest and the GPU probe
   junit.py     reading ctest's JUnit results (`check`, `list`)
   tour.py      parsing the lesson programs' output and the tour's summary
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(own_args)  # exits 2 with a message on a usage error
-    i18n.set_language(i18n.choose(args.lang))
+    i18n.set_language(i18n.choose(args.lang), by_flag=bool(args.lang))
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

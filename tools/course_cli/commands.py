@@ -10,7 +10,7 @@ import textwrap
 import unicodedata
 from pathlib import Path
 
-from . import build, starter
+from . import build, exercise, starter
 from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
 from .catalog import (CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson,
                       sanitize_arguments)
@@ -200,7 +200,7 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
                 skipped=len(summary.skipped))
     if summary.verdict == "fail" or ctest_exit != 0:
         print(tr("Lesson {number} is not done yet: {counts}.", number=lesson.number, counts=counts))
-        exercise = f"lessons/{lesson.name}/{lesson.slug}.cu"
+        exercise_file = f"lessons/{lesson.name}/{lesson.slug}.cu"
         if summary.failed:
             print(tr("Failed tests:"))
             for name in summary.failed:
@@ -211,7 +211,7 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
             named = sorted({t for todos in summary.todos_of_failed.values() for t in todos})
             if named:
                 print(tr("Look first at TODO {todos} of {file}.",
-                         todos=", ".join(map(str, named)), file=exercise))
+                         todos=", ".join(map(str, named)), file=exercise_file))
         else:
             print(tr("ctest exited with {code}; see its output above.", code=ctest_exit))
         explain_skips(summary.skip_reasons)
@@ -221,8 +221,8 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
                      todos=unverified_todos(root, lesson)))
         print(tr("Next:"))
         print(tr("  read {readme}", readme=doc(f"lessons/{lesson.name}/README.md")))
-        print(tr("  the TODOs in {file}", file=exercise))
-        print(f"  ./course hint {lesson.number}")
+        print(tr("  the TODOs in {file}", file=exercise_file))
+        print("  " + next_hint_command(root, lesson, summary))
         return 1
     if summary.verdict == "skipped":
         print(tr("Lesson {number} is NOT verified: {counts}.", number=lesson.number, counts=counts))
@@ -245,6 +245,19 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
     for step in next_steps_after_pass(lessons, lesson):
         print(f"  {step}")
     return 0
+
+
+def next_hint_command(root: Path, lesson: Lesson, summary) -> str:
+    """After a failed check: the command for the next rung of the first TODO the failures
+    name (or of the first unfinished one), or the lesson's hint command."""
+    ladders = exercise.load_ladders(root, lesson)
+    if ladders:
+        named = sorted({t for todos in summary.todos_of_failed.values() for t in todos} & set(ladders))
+        pending = named or [t for t in todos_to_work_on(root, lesson) if t in ladders]
+        if pending:
+            return tr("{command}   (the next hint for TODO {todo})",
+                      command=hint_command(lesson, pending[0]), todo=pending[0])
+    return f"./course hint {lesson.number}"
 
 
 # The pip packages that bring cuobjdump and nvdisasm (the CUDA toolkit's own installer has
@@ -333,8 +346,100 @@ def hints_seen_file(root: Path, lesson: Lesson) -> Path:
     return BuildTree(root, STUDENT_PRESET).binary_dir / "hints" / f"L{lesson.number}.seen"
 
 
+def ladder_seen_file(root: Path, lesson: Lesson) -> Path:
+    """Where `hint` remembers, per TODO, how many rungs of its ladder this checkout has shown."""
+    return BuildTree(root, STUDENT_PRESET).binary_dir / "hints" / f"L{lesson.number}.json"
+
+
+def read_seen(path: Path) -> dict[str, int]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
+
+
+def hint_command(lesson: Lesson, todo: int) -> str:
+    """The command that shows the next rung of `todo`, in the language the user chose
+    (with --lang zh when that is how Chinese was chosen)."""
+    command = f"./course hint {lesson.number} --todo {todo}"
+    return command + (" --lang zh" if i18n.language() == "zh" and i18n.chosen_by_flag() else "")
+
+
+def todos_to_work_on(root: Path, lesson: Lesson) -> list[int]:
+    """The TODOs of the student's files that are still the starter's, and those the last
+    check's failures name, in number order."""
+    todos = set()
+    for solution, mine in starter_pairs(root, lesson):
+        current = starter.read_or_none(mine)
+        fresh = starter.expected_starter(root, solution)
+        todos.update(exercise.unfinished_todos(fresh, current if current is not None else ""))
+    summary = read_junit(results_file(root, lesson))
+    if summary is not None:
+        todos.update(t for found in summary.todos_of_failed.values() for t in found)
+    return sorted(todos)
+
+
+def show_hint(text: str, is_code: bool) -> None:
+    # Chinese has no spaces to break at, and code keeps its lines: neither is wrapped.
+    if is_code or i18n.language() != "en":
+        print(text)
+    else:
+        print("\n".join(textwrap.fill(part, width=88) for part in text.split("\n")))
+
+
 def cmd_hint(root: Path, args: argparse.Namespace) -> int:
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
+    ladders = exercise.load_ladders(root, lesson)
+    if ladders is None:
+        if args.todo is not None:
+            raise CourseError(tr("lesson {number} has no hints per TODO: ./course hint {number}",
+                                 number=lesson.number), exit_code=2)
+        return lesson_wide_hint(root, lesson, args.k)
+    if args.todo is None:
+        pending = [t for t in todos_to_work_on(root, lesson) if t in ladders]
+        if not pending:
+            print(tr("Every TODO of lesson {number} is written and no failure of your last check "
+                     "names one. Run ./course check {number}, or ask for a TODO's hints: "
+                     "./course hint {number} --todo K (K: {todos}).", number=lesson.number,
+                     todos=", ".join(map(str, sorted(ladders)))))
+            return 0
+        todo = pending[0]
+    elif args.todo not in ladders:
+        raise CourseError(tr("lesson {number} has TODOs {todos}: ask for one of them",
+                             number=lesson.number, todos=", ".join(map(str, sorted(ladders)))),
+                          exit_code=2)
+    else:
+        todo = args.todo
+    rungs = ladders[todo].hints_zh if i18n.language() == "zh" else ladders[todo].hints
+    seen_file = ladder_seen_file(root, lesson)
+    seen_all = read_seen(seen_file)
+    seen = max(0, min(len(rungs), seen_all.get(str(todo), 0)))
+    if args.k is None:
+        k = min(seen + 1, len(rungs))  # one rung at a time: only the last one is code
+    elif not 1 <= args.k <= len(rungs):
+        raise CourseError(tr("TODO {todo} of lesson {number} has {count} hints: ask for one of "
+                             "1 to {count}", todo=todo, number=lesson.number, count=len(rungs)),
+                          exit_code=2)
+    else:
+        k = args.k
+    print(tr("Hint {k} of {count} for TODO {todo} of lesson {number} ({title}):", k=k,
+             count=len(rungs), todo=todo, number=lesson.number, title=i18n.title(lesson)))
+    show_hint(rungs[k - 1], is_code=k == len(rungs))
+    if k > seen:
+        seen_all[str(todo)] = k
+        seen_file.parent.mkdir(parents=True, exist_ok=True)
+        seen_file.write_text(json.dumps(seen_all, sort_keys=True) + "\n", encoding="utf-8")
+    if k < len(rungs):
+        print(tr("(Stuck after trying it? `{command}` shows the next one.)",
+                 command=hint_command(lesson, todo)))
+    else:
+        print(tr("(That was the last hint of TODO {todo}: its code.)", todo=todo))
+    return 0
+
+
+def lesson_wide_hint(root: Path, lesson: Lesson, asked: int | None) -> int:
+    """The older lesson-wide hints of lessons/catalog.json, for a lesson without ladders."""
     hints = i18n.hints(lesson)
     if not hints:
         print(tr("Lesson {number} has no hints. Its README's pitfalls section may help.",
@@ -345,22 +450,19 @@ def cmd_hint(root: Path, args: argparse.Namespace) -> int:
         seen = max(0, min(len(hints), int(seen_file.read_text(encoding="ascii").strip())))
     except (OSError, ValueError):
         seen = 0
-    if args.k is None:
-        # One hint at a time, the next one not seen yet: each goes a step further, and only
-        # the last one shows code.
+    if asked is None:
         k = min(seen + 1, len(hints))
     else:
-        if not 1 <= args.k <= len(hints):
+        if not 1 <= asked <= len(hints):
             raise CourseError(
                 tr("lesson {number} has {count} hints: ask for one of 1 to {count}",
                    number=lesson.number, count=len(hints)),
                 exit_code=2,
             )
-        k = args.k
+        k = asked
     print(tr("Hint {k} of {count} for lesson {number} ({title}):", k=k, count=len(hints),
              number=lesson.number, title=i18n.title(lesson)))
-    # Chinese has no spaces to break at: textwrap would leave a hint on one line.
-    print(textwrap.fill(hints[k - 1], width=88) if i18n.language() == "en" else hints[k - 1])
+    show_hint(hints[k - 1], is_code=False)
     if k > seen:
         seen_file.parent.mkdir(parents=True, exist_ok=True)
         seen_file.write_text(f"{k}\n", encoding="ascii")
@@ -417,7 +519,8 @@ def backup(path: Path, text: str) -> Path:
 def cmd_reset(root: Path, args: argparse.Namespace) -> int:
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
     for solution, starter_file in starter.starter_pairs(root, lesson):
-        fresh = starter.expected_starter(root, solution)
+        # In Chinese (--lang zh, COURSE_LANG=zh, a zh_* locale) the TODO contracts are Chinese.
+        fresh = starter.expected_starter(root, solution, i18n.language())
         current = starter.read_or_none(starter_file)
         if current == fresh:
             print(f"{shown(starter_file, root)} is already the untouched starter.")
@@ -436,6 +539,16 @@ def cmd_reset(root: Path, args: argparse.Namespace) -> int:
 def cmd_sync(root: Path, args: argparse.Namespace) -> int:
     lessons = load_catalog(root)
     expected = starter.expected_files(root, lessons)  # raises on a malformed region
+    problems = starter.exercise_problems(root, lessons)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) in the hint ladders (lessons/NN_slug/given/hints.json).")
+        return 1
+    for lesson in lessons:  # every Chinese starter can be made (reset --lang zh)
+        if lesson.ready:
+            for solution, _ in starter_pairs(root, lesson):
+                starter.expected_starter(root, solution, "zh")
     stale = []
     for path, text in expected.items():
         current = starter.read_or_none(path)
@@ -583,9 +696,11 @@ def build_parser() -> argparse.ArgumentParser:
     check = add("check", cmd_check, "build and run a lesson's tests against your code")
     check.add_argument("lesson", help="lesson number or slug")
 
-    hint = add("hint", cmd_hint, "show a lesson's hints, or hint number K")
+    hint = add("hint", cmd_hint, "show the next hint for the first TODO you have not finished "
+               "(or that your last check failed), one rung at a time; or for TODO K")
     hint.add_argument("lesson", help="lesson number or slug")
-    hint.add_argument("k", nargs="?", type=int, help="which hint (1, 2, ...)")
+    hint.add_argument("k", nargs="?", type=int, help="which rung of the ladder (1, 2, ...)")
+    hint.add_argument("--todo", type=int, metavar="K", help="the TODO whose hints to show")
 
     diff = add("diff", cmd_diff, "show how your lesson files differ from the solution")
     diff.add_argument("lesson", help="lesson number or slug")

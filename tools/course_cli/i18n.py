@@ -26,9 +26,18 @@ def choose(requested: str | None, environ=os.environ) -> str:
     return "en"
 
 
-def set_language(language: str) -> None:
-    global _language
+_by_flag = False
+
+
+def set_language(language: str, by_flag: bool = False) -> None:
+    global _language, _by_flag
     _language = language if language in LANGUAGES else "en"
+    _by_flag = by_flag
+
+
+def chosen_by_flag() -> bool:
+    """Whether the language came from --lang (so a command we print must repeat it)."""
+    return _by_flag
 
 
 def language() -> str:
@@ -168,6 +177,25 @@ ZH = {
     "(Stuck after trying it? `./course hint {number}` shows the next one.)":
         "（试过之后仍卡住？`./course hint {number}` 显示下一条。）",
     "(That was the last hint.)": "（这是最后一条提示。）",
+    "lesson {number} has no hints per TODO: ./course hint {number}":
+        "第 {number} 课没有按 TODO 分级的提示：./course hint {number}",
+    "Every TODO of lesson {number} is written and no failure of your last check names one. "
+    "Run ./course check {number}, or ask for a TODO's hints: ./course hint {number} --todo K "
+    "(K: {todos}).":
+        "第 {number} 课的每个 TODO 都已写好，你上次检查的失败也没有指向任何一个。请运行 "
+        "./course check {number}，或查看某个 TODO 的提示：./course hint {number} --todo K"
+        "（K：{todos}）。",
+    "lesson {number} has TODOs {todos}: ask for one of them":
+        "第 {number} 课的 TODO 是 {todos}：请指定其中一个",
+    "TODO {todo} of lesson {number} has {count} hints: ask for one of 1 to {count}":
+        "第 {number} 课的 TODO {todo} 有 {count} 级提示：请指定 1 到 {count} 之间的一级",
+    "Hint {k} of {count} for TODO {todo} of lesson {number} ({title}):":
+        "第 {number} 课（{title}）TODO {todo} 的提示 {k}/{count}：",
+    "(Stuck after trying it? `{command}` shows the next one.)":
+        "（试过之后仍卡住？`{command}` 显示下一级。）",
+    "(That was the last hint of TODO {todo}: its code.)":
+        "（这是 TODO {todo} 的最后一级提示：它的代码。）",
+    "{command}   (the next hint for TODO {todo})": "{command}   （TODO {todo} 的下一级提示）",
     # building (run, check)
     "cannot run {program}: not found": "无法运行 {program}：找不到该程序",
     "cmake --preset {preset} failed (see above)": "cmake --preset {preset} 失败（见上文）",

@@ -190,6 +190,15 @@ def kill_started() -> None:
             pass
 
 
+def absolute_includes(unit: str, folder: Path) -> str:
+    """A generated unit's `#include "relative/path"` lines made absolute (from `folder`, the
+    unit's own), so that a copy of the unit compiles from any folder."""
+    def resolved(match):
+        path = (folder / match.group(1)).resolve()
+        return f'#include "{path}"' if path.exists() else match.group(0)
+    return re.sub(r'^#include "([^"]+)"', resolved, unit, flags=re.M)
+
+
 @dataclass
 class Outcome:
     """What one grading step decided. verdict: "caught", "skipped" (no GPU to run the tests
@@ -262,7 +271,7 @@ class MutantBuild:
             if source == self.solution:
                 mutant_source = mutant_solution
             else:
-                unit = source.read_text(encoding="utf-8")
+                unit = absolute_includes(source.read_text(encoding="utf-8"), source.parent)
                 mutant_source = work / source.name
                 mutant_source.write_text(unit.replace(str(self.solution), str(mutant_solution)),
                                          encoding="utf-8")

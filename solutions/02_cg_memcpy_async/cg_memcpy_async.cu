@@ -1,35 +1,34 @@
 // Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
-// Lesson 02: copy and compute with cooperative_groups::memcpy_async.
+// Lesson 02: copy and compute with cooperative groups' asynchronous copy.
 //
 // Lesson 01 staged every batch global -> register -> shared memory, each thread its own
-// share, then waited at a barrier. This file replaces that staging with ONE call made by
-// the whole block:
+// share, then waited at a barrier. Here the whole block makes ONE collective call per batch
+// instead: on sm_80 and later the hardware (cp.async, LDGSTS in SASS) moves the bytes from
+// global memory straight into shared memory, and the threads go on at once. The data has
+// not arrived when the call returns; a separate wait says when this thread's copies have,
+// and a barrier when everybody's have.
 //
-//   cooperative_groups::memcpy_async(block, shared, global, bytes);   // start the copy
-//   cooperative_groups::wait(block);                                  // it has landed
-//
-// On sm_80 and later the copy compiles to cp.async (LDGSTS in SASS): data goes from
-// global memory straight into shared memory without passing through registers, and the
-// instruction returns at once. Each calling thread ends its part of the copy with
-// cp.async.commit_group, so every memcpy_async call is one "group" per thread; wait is
-// cp.async.wait_group 0 (all my groups done) followed by block.sync() (everybody's done).
-//
-// Two kernels:
-//   single_buffer_kernel     one buffer: copy, wait, compute, sync. Asynchronous in name
-//                            only: the block waits for the copy straight away.
-//   double_buffered_kernel   two buffers: start the copy of batch k+1, wait_prior<1> (all
-//                            groups but the newest, i.e. batch k), compute batch k, sync.
-//                            The copy of k+1 is in flight while batch k is computed.
-// Both at lesson 01's two granularities: fine = 4 bytes per thread per batch (4-byte
-// cp.async), coarse = 64 bytes per thread per batch (16-byte cp.async through
-// cuda::aligned_size_t<16>). The batches and the compute step are lesson 01's
-// (course/batches.cuh, register_staged::compute_batch).
+// Each thread counts its copies in commit groups, one group per collective copy, and a wait
+// may either cover all of them or leave the newest ones in flight. That is what the second
+// kernel is built on:
+//   single_buffer_kernel     one buffer: the block waits for each batch straight after
+//                            starting its copy. Asynchronous in name only.
+//   double_buffered_kernel   two buffers: the copy of the next batch is in flight while the
+//                            current one is waited for and computed, so one block overlaps
+//                            its own copies with its own compute. The price: a buffer must
+//                            not be refilled while any thread still reads it.
+// Both kernels start every copy through the function of TODO 1, so one batch is always one
+// group. They run at lesson 01's two granularities: fine = 4 bytes per thread per batch,
+// coarse = 64 bytes per thread per batch, whose full batches can move 16 bytes per
+// instruction once the copy is promised the alignment that takes. The batches and the
+// compute step are lesson 01's (course/batches.cuh, register_staged::compute_batch). The
+// README's concept sections teach the calls; the TODOs say what must hold.
 #include "cg_memcpy_async.cuh"
 
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
-#include <cuda/barrier>  // cuda::aligned_size_t: the cooperative groups headers do not declare it
+#include <cuda/barrier>  // the 16-byte alignment promise: cooperative groups do not declare it
 
 #include "course/batches.cuh"
 
@@ -48,19 +47,23 @@ __device__ std::size_t batches_of_this_block(std::size_t n, std::size_t batch) {
                                            gridDim.x);
 }
 
-/// Starts the copy of one batch of `count` elements (`batch` when it is full) into shared
-/// memory. Every thread of the block calls it with the same arguments; it returns before
-/// the data has arrived.
+/// Starts the copy of one batch of `count` elements (`batch` when it is full, fewer for the
+/// input's last batch) into shared memory. Every thread of the block calls it with the same
+/// arguments; it returns before the data has arrived, and leaves one new group per thread.
 template <Granularity G>
 __device__ void copy_batch_async(const cg::thread_block& block, std::uint32_t* shared,
                                  const std::uint32_t* batch_in, std::size_t count,
                                  std::size_t batch) {
-  // TODO 1: start the copy of batch_in[0, count) to shared[0, count) and return without
-  //         waiting for it. Afterwards each thread of the block has committed exactly ONE
-  //         new cp.async group (the kernels count groups: wait_prior<1> must mean "all
-  //         but the next batch"), and no byte at or past batch_in[count] is read. A full
-  //         coarse batch must move in 16-byte copies; fine batches and the input's last,
-  //         partial batch (its size need not be a multiple of 16 bytes) in 4-byte ones.
+  // TODO 1: with a cooperative-groups copy made by the whole block, start the copy of
+  //         batch_in[0, count) to shared[0, count) and return before it has arrived.
+  //         Afterwards, on whichever path the function took:
+  //         - each thread of the block has committed exactly ONE new group (the kernels
+  //           count batches by groups: a second group per batch breaks their waits);
+  //         - no element at or past batch_in[count] is read;
+  //         - a full coarse batch has moved in 16-byte copies (the launcher has checked
+  //           that both arrays are 16-byte aligned); fine batches and the input's last,
+  //           partial batch (any size) in 4-byte ones.
+  //         Budget: one copy call on any path through the function.
   // BEGIN SOLUTION
   if (G == Granularity::coarse && count == batch) {
     // Only true promises: the launcher checked that both arrays are 16-byte aligned, and
@@ -99,9 +102,10 @@ __global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
     // in[b.first + i] : (b.count) -> shared[i] : (batch)
     copy_batch_async<G>(block, shared, in + b.first, b.count, batch);
 
-    // TODO 2: no thread may go on to the compute step before the whole batch has landed
-    //         in shared memory and is visible to every thread of the block (this takes
-    //         the place of lesson 01's first __syncthreads).
+    // TODO 2: when this step ends, the whole batch has arrived in shared memory and every
+    //         thread can read all of it, also the elements other threads copied: nothing
+    //         of this batch is left in flight (this takes the place of lesson 01's first
+    //         __syncthreads). Budget: one cooperative-groups wait, one line.
     // BEGIN SOLUTION
     cg::wait(block);  // cp.async.wait_group 0 (my copies are done), then block.sync()
     // END SOLUTION
@@ -134,8 +138,10 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
   course::batches::poison_shared(buffers, 2 * batch * sizeof(std::uint32_t), hold_ns);
   course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
 
-  // TODO 3: when the loop starts, the copy of this block's first batch (if it owns one)
-  //         must already be in flight, into buffer 0.
+  // TODO 3: when the loop starts, the copy of this block's first batch (if the block owns
+  //         one) is in flight into buffer 0: started, and not waited for. A block that
+  //         owns no batch starts no copy. Like every copy of this file it is one group per
+  //         thread (TODO 1).
   // BEGIN SOLUTION
   if (mine > 0) {
     const Batch first = batch_of_block(0, batch, n);
@@ -149,9 +155,13 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
     std::uint32_t* other = buffers + ((k + 1) % 2) * batch;  // buffers[(k + 1) % 2, :] : (batch)
     course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
 
-    // TODO 4: when this step ends, batch k has landed in `current` and is visible to every
-    //         thread, and the copy of the block's next batch (k + 1, if it owns one) into
-    //         `other` is in flight: started here, and NOT waited for.
+    // TODO 4: when this step ends, batch k has arrived in `current` and every thread can
+    //         read all of it. If the block owns a next batch, its copy into `other` was
+    //         started here BEFORE the wait for batch k (so it is in flight during that wait
+    //         too) and is still in flight: the wait must not cover it. If there is no next
+    //         batch, nothing of batch k may be left in flight. Every thread of the block
+    //         takes the same path (the copy and the wait are collective). Budget: at most
+    //         one batch copy and exactly one cooperative-groups wait on each path.
     // BEGIN SOLUTION
     if (k + 1 < mine) {  // the same answer for every thread of the block
       const Batch next = batch_of_block(k + 1, batch, n);
@@ -168,8 +178,9 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
     compute_batch<G>(current, out, b, batch, n);
 
     // TODO 5: the next iteration starts a copy into the buffer this one has just read
-    //         (batch k+2 goes where batch k was). No thread may start that copy while
-    //         another thread still reads this batch.
+    //         (batch k + 2 goes where batch k was). No thread may start that copy while
+    //         another thread still reads `current`. Budget: one line, no copy, no wait
+    //         for copies.
     // BEGIN SOLUTION
     block.sync();  // the sync inside wait_prior comes after the copy is started: too late
     // END SOLUTION

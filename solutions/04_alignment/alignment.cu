@@ -1,9 +1,11 @@
 // Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
-// Lesson 04: alignment and trivially copyable types. Each batch of 16 KB: 1. issue the
-// global -> shared copy with memcpy_async (the line this lesson studies), 2. wait for it,
-// 3. write the stage back (out[i] = in[i]), 4. sync before the stage is overwritten. What
-// step 1 compiles to depends only on what the compiler knows (the README's table).
+// Lesson 04: alignment and trivially copyable types. Every kernel here stages 16 KB batches
+// global -> shared -> global; only the line that issues the global -> shared copy differs.
+// What that line becomes (a byte loop, a 4/8/16-byte cp.async, one bulk copy) is decided at
+// compile time from what the compiler is told about alignment, never from the addresses at
+// run time (the README's table). Data that starts at any byte can still get wide copies:
+// cut it where both addresses allow, and place the shared buffer to suit the source.
 // given/alignment_launch.cu instantiates staged_copy_body once per method, as its own kernel.
 #include "alignment.cuh"
 
@@ -26,10 +28,12 @@ __device__ std::uintptr_t address(const void* p) { return reinterpret_cast<std::
 /// Cuts a byte range at `alignment` boundaries (the public split_at_alignment calls it).
 __host__ __device__ constexpr Split split_range(std::uintptr_t first, std::size_t count,
                                                 std::size_t alignment) {
-  // TODO 1: split the `count` bytes starting at address `first` into a head (the bytes
-  //         before the first multiple of `alignment`, at most `count`), a body (a whole
-  //         number of `alignment`-byte chunks) and a tail (what is left, < alignment).
-  //         `alignment` is a power of two. An already aligned range has no head.
+  // TODO 1: return the cut of the `count` bytes that start at address `first`:
+  //         head + body + tail == count; the head is every byte before the first multiple
+  //         of `alignment` (all of them when the range ends before it, none when `first`
+  //         is one); the body starts on a multiple of `alignment` and is whole chunks of
+  //         it; the tail is shorter than `alignment`. `alignment` is a power of two.
+  //         Constant time: no loop over the bytes.
   // BEGIN SOLUTION
   const std::size_t to_boundary = (alignment - first % alignment) % alignment;
   const std::size_t head = to_boundary < count ? to_boundary : count;
@@ -72,29 +76,31 @@ __device__ void write_back(const cg::thread_block& block, std::uint8_t* out,
   copy_bytes(block, out, stage, count);
 }
 
-// [[maybe_unused]]: the starter calls it only once TODO 2 is done.
+// [[maybe_unused]]: nothing calls it until the TODOs that report a result are done.
 [[maybe_unused]] __device__ unsigned returned_flag(cuda::async_contract_fulfillment fulfillment) {
   return fulfillment == cuda::async_contract_fulfillment::async ? kReturnedAsync : kReturnedNone;
 }
 
-/// Step 1: the block's copy of `bytes` bytes from `batch_in` (global) to `stage` (shared)
-/// through T*, with a size_t (Promise == 0) or cuda::aligned_size_t<Promise>.
+/// Step 1: the whole block's copy of `bytes` bytes from `batch_in` (global) to `stage`
+/// (shared), made with the library `A` names, through T pointers, and promising an
+/// alignment of `Promise` bytes (0: no promise). Returns what the copy reported (Returned).
 template <Api A, class T, std::size_t Promise>
 __device__ unsigned issue_copy(const cg::thread_block& block, std::uint8_t* stage,
                                const std::uint8_t* batch_in, std::size_t bytes, Barrier& bar) {
-  // memcpy_async copies the bytes of T objects without running any constructor: only
-  // trivially copyable types may be copied that way (cuda::memcpy_async static_asserts it;
-  // cooperative_groups::memcpy_async does not check, see the tests).
+  // The copy moves the bytes of T objects without running any constructor: only trivially
+  // copyable types may be copied that way (one library static_asserts it, the other does
+  // not check: see the README and the tests).
   static_assert(std::is_trivially_copyable_v<T>, "memcpy_async copies bytes");
   T* dst = reinterpret_cast<T*>(stage);
   const T* src = reinterpret_cast<const T*>(batch_in);
-  // TODO 2: issue the copy of `bytes` bytes from src to dst by the whole block.
-  //         A == Api::cuda_barrier: cuda::memcpy_async(group, dst, src, size, bar), which
-  //         returns a cuda::async_contract_fulfillment (turn it into a flag with
-  //         returned_flag). A == Api::cooperative_groups: cooperative_groups::memcpy_async
-  //         (group, dst, src, size), which returns nothing (return kReturnedVoid).
-  //         The size is `bytes` as a plain size_t when Promise == 0, otherwise
-  //         cuda::aligned_size_t<Promise>(bytes): the promise is the whole point.
+  // TODO 2: the whole block issues one asynchronous copy of `bytes` bytes from src to dst,
+  //         typed as dst and src are, with the library that `A` names: the
+  //         cooperative-groups copy, or the libcu++ copy that completes on `bar`. A non-zero
+  //         Promise must reach the copy as an alignment promise of that many bytes; with 0
+  //         the copy is told nothing beyond the type (the promise is what this lesson
+  //         measures). A, T and Promise are compile-time: each kernel must compile only its
+  //         own call (its PTX is tested). Return what the copy reported, as a Returned
+  //         flag (the cooperative-groups copy reports nothing: a flag says just that).
   // BEGIN SOLUTION
   if constexpr (A == Api::cuda_barrier) {
     if constexpr (Promise == 0) {
@@ -116,16 +122,19 @@ __device__ unsigned issue_copy(const cg::thread_block& block, std::uint8_t* stag
   // END SOLUTION
 }
 
-/// The peeled copy at one alignment: bytes by hand up to the source's first `Alignment`
-/// boundary, the aligned middle with one memcpy_async that promises `Alignment`, and the
-/// last few bytes by hand. `dst` and `src` have the same address modulo `Alignment`.
+/// The peeled copy at one alignment: copies `count` bytes from `src` (global) to `dst`
+/// (shared), as much of it as possible with `Alignment`-byte asynchronous copies.
+/// Precondition: `dst` and `src` are equal modulo `Alignment`.
 template <std::size_t Alignment>
 __device__ unsigned copy_peeled_at(const cg::thread_block& block, std::uint8_t* dst,
                                    const std::uint8_t* src, std::size_t count, Barrier& bar) {
-  // TODO 4: split [src, src + count) at `Alignment` (split_range), copy the head and the
-  //         tail with copy_bytes, and the body with cuda::memcpy_async and
-  //         cuda::aligned_size_t<Alignment> on `bar`. Issue no memcpy_async for an empty
-  //         body. Return the body's Returned flag (0 when there was none).
+  // TODO 4: afterwards dst holds [src, src + count) once the caller has waited on `bar`.
+  //         The bytes before src's first `Alignment` boundary and those after the last one
+  //         go with ordinary loads and stores by the block; everything between them goes
+  //         in ONE libcu++ asynchronous copy on `bar` that promises `Alignment` bytes, and
+  //         that promise must hold (both addresses and the size). No asynchronous copy when
+  //         nothing lies between two boundaries. Return the Returned flag of that copy, or
+  //         0 when there was none. Use this file's helpers; no wait here.
   // BEGIN SOLUTION
   // [0, count) = head [0, h) | body [h, h + b), Alignment-aligned | tail [h + b, count)
   const Split s = split_range(address(src), count, Alignment);
@@ -146,10 +155,11 @@ __device__ unsigned copy_peeled_at(const cg::thread_block& block, std::uint8_t* 
 /// copies that the two addresses allow together.
 __device__ unsigned copy_peeled(const cg::thread_block& block, std::uint8_t* dst,
                                 const std::uint8_t* src, std::size_t count, Barrier& bar) {
-  // TODO 5: two addresses can both be moved to a multiple of A by the same head only when
-  //         they are equal modulo A. Look at (dst ^ src) % 16 and use copy_peeled_at<16>,
-  //         <8> or <4> for the widest A that works; with no common alignment of 4 bytes no
-  //         cp.async can be used at all: copy_bytes everything and return 0.
+  // TODO 5: copy `count` bytes between any two addresses with the peeled copy at the
+  //         widest width, 16, 8 or 4 bytes, at which ONE head brings both addresses to a
+  //         boundary together. When no width of 4 bytes or more works for this pair, move
+  //         every byte synchronously and return 0; otherwise return what the peeled copy
+  //         returned. Decide from the two addresses alone, before any byte moves.
   // BEGIN SOLUTION
   const unsigned mismatch = (address(dst) ^ address(src)) % 16;
   if (mismatch == 0) return copy_peeled_at<16>(block, dst, src, count, bar);
@@ -165,10 +175,12 @@ __device__ unsigned copy_peeled(const cg::thread_block& block, std::uint8_t* dst
 /// Step 2: the wait that belongs to the API.
 template <Api A>
 __device__ void wait_for_copy(const cg::thread_block& block, Barrier& bar) {
-  // TODO 3: wait until this batch's copy has landed and every thread can read all of it.
-  //         cooperative_groups::memcpy_async is waited for with cooperative_groups::wait;
-  //         cuda::memcpy_async (and the peeled copy) completes on the barrier: every thread
-  //         arrives and waits. (Both also make the plain stores of the byte loops visible.)
+  // TODO 3: on return, all of this batch's stage has arrived and every thread of the
+  //         block may read every byte of it, whichever thread copied it and however (an
+  //         asynchronous copy, or the plain stores of a byte loop). Each library has its own
+  //         completion: use the one that belongs to the library the copy of `A` was issued
+  //         with (the peeled copy completes like the libcu++ one). One wait per library, no
+  //         extra barrier; a wait that covers only this warp is wrong.
   // BEGIN SOLUTION
   if constexpr (A == Api::cooperative_groups) {
     cg::wait(block);
@@ -234,9 +246,11 @@ __device__ void staged_copy_body(const StageArgs& args) {
 }  // namespace
 
 std::size_t stage_offset_for(const void* source, std::size_t requested) {
-  // TODO 6: you own shared memory, so you choose where the staging buffer starts. For
-  //         kMatchSource, start it at the source's own offset modulo 16, so that source and
-  //         stage reach a 16-byte boundary after the same head. Otherwise use `requested`.
+  // TODO 6: you own shared memory, so you choose where the staging buffer starts (bytes
+  //         past a kStageBoundary boundary). For kMatchSource, choose the offset at which
+  //         source and stage reach a 16-byte boundary after the same head, so that a
+  //         misaligned source still gets a 16-byte body; any other `requested` is used as
+  //         it is. Host code, at most 2 lines.
   // BEGIN SOLUTION
   if (requested == kMatchSource) return reinterpret_cast<std::uintptr_t>(source) % 16;
   return requested;

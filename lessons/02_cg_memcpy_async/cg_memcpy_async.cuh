@@ -44,8 +44,8 @@ enum class Buffering {
   /// The copy is asynchronous but nothing overlaps it: the block waits for it at once.
   single,
   /// Two buffers. The copy of the block's next batch is started before the current batch
-  /// is computed, and cooperative_groups::wait_prior<1> waits for the current one only,
-  /// so one block's copy overlaps its own compute.
+  /// is computed, and the wait for the current batch leaves the next one in flight, so one
+  /// block's copy overlaps its own compute.
   double_buffered,
 };
 
@@ -74,13 +74,13 @@ static_assert(shared_bytes(Granularity::coarse, Buffering::double_buffered, 1024
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i. Each block stages its
 /// batches into shared memory with one cooperative_groups::memcpy_async per batch (a
 /// single cp.async group per thread): 4-byte copies at fine granularity, 16-byte copies
-/// (cuda::aligned_size_t<16>) for the full batches of coarse granularity. The last batch
+/// for the full batches of coarse granularity. The last batch
 /// of the input may be partial; it is copied with 4-byte copies.
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of
 /// 32; blocks >= 1; at coarse granularity both pointers are 16-byte aligned (the
-/// aligned_size_t<16> promise). For an empty input the launch does nothing.
+/// 16-byte promise). For an empty input the launch does nothing.
 ///
 /// `delay` is for tests only: the double-buffered kernel then holds back the threads that
 /// read a staged batch before they read it (course::batches::hold_back_readers), so that a

@@ -173,7 +173,8 @@ struct Split {
 Split split_at_alignment(std::uintptr_t first, std::size_t count, std::size_t alignment);
 
 /// Where the staging buffer starts, in bytes past a kStageBoundary boundary of shared
-/// memory: `requested` itself, or for kMatchSource the source's own offset modulo 16.
+/// memory: `requested` itself, or for kMatchSource the offset at which the source and the
+/// stage reach a 16-byte boundary after the same head.
 std::size_t stage_offset_for(const void* source, std::size_t requested);
 
 /// What the memcpy_async calls of a launch returned, as bit flags OR-ed over all of them.

@@ -349,7 +349,7 @@ TEST(CudaBarrierPtx, SystemScopeCopiesInsideGlobalMemoryAreSynchronous) {
 }
 
 // The release: only multi_stage waits on a barrier phase by its parity (the empty barrier,
-// before each refill); its full barriers are waited on with arrive_and_wait's token. The
+// before each refill); its full barriers are waited on with the token of an arrival. The
 // broken variant is the same kernel without that wait, and the one-stage kernels have none.
 bool waits_on_parity(const std::string& body) {
   return course::inspect::uses(body, "mbarrier.try_wait.parity") ||

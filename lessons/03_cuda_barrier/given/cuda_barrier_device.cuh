@@ -93,7 +93,7 @@ __device__ void copy_batch(const Group& group, std::uint32_t* staged, const std:
                            course::batches::Batch b, std::size_t batch, Barrier& barrier,
                            std::uint32_t* report);
 
-/// One stage: per batch, copy, wait, compute, sync. `hold_ns` is for tests only.
+/// One stage: one shared buffer and one barrier for every batch. `hold_ns` is for tests only.
 template <Copy C, class Group>
 __device__ void one_stage(const Group& group, const std::uint32_t* __restrict__ in,
                           std::uint32_t* __restrict__ out, std::size_t n, std::uint32_t* report,

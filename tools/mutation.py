@@ -313,6 +313,10 @@ def grade_tests(test_program: Path, mutant_object: Path | None, timeout: float,
     # The PTX and SASS tests read the kernels' object file: point them at the mutant's, or
     # they would check the solution's instructions instead (tests/support: kernels_object_path).
     env = dict(os.environ)
+    # The test programs' watchdog (tests/support/test_main.cpp) ends a run whose test takes
+    # 30 s; mutants run side by side on one GPU, where a correct test can take that long:
+    # here `timeout` alone decides what a hang is.
+    env.setdefault("COURSE_TEST_WATCHDOG_S", "0")
     if mutant_object is not None:
         env["COURSE_KERNELS_OBJECT"] = str(mutant_object)
     command = [str(test_program), "--gtest_brief=1"]

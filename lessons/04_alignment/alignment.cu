@@ -169,8 +169,8 @@ __device__ void staged_copy_body(const StageArgs& args) {
     NV_IF_TARGET(NV_PROVIDES_SM_90, (cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);));
   }
   block.sync();
-  // Tests only: all of the dynamic shared memory.
-  course::batches::poison_shared(dynamic_shared, shared_bytes(), args.hold_ns);
+  const course::batches::TestHooks hooks{args.hold_ns};  // nothing outside the tests
+  hooks.poison(dynamic_shared, shared_bytes());  // all of the dynamic shared memory
 
   unsigned returned = 0;
   const std::size_t batches = (args.n + kBatchBytes - 1) / kBatchBytes;
@@ -178,14 +178,14 @@ __device__ void staged_copy_body(const StageArgs& args) {
   for (std::size_t b = blockIdx.x; b < batches; b += gridDim.x) {
     const std::size_t first = b * kBatchBytes;  // in[first + i] : (count) -> stage[i]
     const std::size_t count = args.n - first < kBatchBytes ? args.n - first : kBatchBytes;
-    course::batches::hold_back(args.hold_ns);  // tests only: every warp but one copies late
+    hooks.before_copy();
     if constexpr (A == Api::peeled) {
       returned |= copy_peeled(block, stage, args.in + first, count, bar);
     } else {
       returned |= issue_copy<A, T, Promise>(block, stage, args.in + first, count, bar);
     }
     wait_for_copy<A>(block, bar);
-    course::batches::hold_back(args.hold_ns);  // tests only: every warp but one reads late
+    hooks.before_read();
     write_back(block, args.out + first, stage, count);
     block.sync();  // nobody reads the stage any more: the next batch may overwrite it
   }

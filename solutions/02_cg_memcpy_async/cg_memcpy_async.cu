@@ -84,21 +84,21 @@ __global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
                                      std::uint32_t* __restrict__ out, std::size_t n,
                                      unsigned /*delay_ns: the double-buffered kernel's*/,
                                      unsigned hold_ns) {
+  const course::batches::TestHooks hooks{hold_ns};  // nothing outside the tests
   // uint4 so that the buffer is 16-byte aligned, as 16-byte cp.async requires.
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
   const cg::thread_block block = cg::this_thread_block();
 
   const std::size_t batch = batch_elements(G, blockDim.x);
-  // Tests only (hold_ns > 0): course::batches::hold_back holds back every warp but one.
-  course::batches::poison_shared(shared, batch * sizeof(std::uint32_t), hold_ns);
+  hooks.poison(shared, batch * sizeof(std::uint32_t));
   // Block b owns batches b, b + gridDim.x, ...: every thread of a block runs the same
   // iterations, so the collective calls below are reached by the whole block.
   const std::size_t mine = batches_of_this_block(n, batch);
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
 
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+    hooks.before_copy();
     // in[b.first + i] : (b.count) -> shared[i] : (batch)
     copy_batch_async<G>(block, shared, in + b.first, b.count, batch);
 
@@ -110,7 +110,7 @@ __global__ void single_buffer_kernel(const std::uint32_t* __restrict__ in,
     cg::wait(block);  // cp.async.wait_group 0 (my copies are done), then block.sync()
     // END SOLUTION
 
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
+    hooks.before_read();
     compute_batch<G>(shared, out, b, batch, n);
 
     // Lesson 01's second barrier, unchanged: the next iteration's copy must not overwrite
@@ -126,6 +126,7 @@ template <Granularity G>
 __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
                                        std::uint32_t* __restrict__ out, std::size_t n,
                                        unsigned delay_ns, unsigned hold_ns) {
+  const course::batches::TestHooks hooks{hold_ns};  // nothing outside the tests
   extern __shared__ uint4 shared_storage[];
   // Two buffers of `batch` elements, back to back: buffer j starts at buffers + j * batch.
   // buffers[j * batch + i] : (2, batch) uint32
@@ -134,9 +135,8 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
 
   const std::size_t batch = batch_elements(G, blockDim.x);
   const std::size_t mine = batches_of_this_block(n, batch);
-  // Tests only (hold_ns > 0): course::batches::hold_back holds back every warp but one.
-  course::batches::poison_shared(buffers, 2 * batch * sizeof(std::uint32_t), hold_ns);
-  course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+  hooks.poison(buffers, 2 * batch * sizeof(std::uint32_t));
+  hooks.before_copy();
 
   // TODO 3: when the loop starts, the copy of this block's first batch (if the block owns
   //         one) is in flight into buffer 0: started, and not waited for. A block that
@@ -153,7 +153,7 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
     const Batch b = batch_of_block(k, batch, n);
     std::uint32_t* current = buffers + (k % 2) * batch;      // buffers[k % 2, :] : (batch)
     std::uint32_t* other = buffers + ((k + 1) % 2) * batch;  // buffers[(k + 1) % 2, :] : (batch)
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+    hooks.before_copy();
 
     // TODO 4: when this step ends, batch k has arrived in `current` and every thread can
     //         read all of it. If the block owns a next batch, its copy into `other` was
@@ -174,7 +174,7 @@ __global__ void double_buffered_kernel(const std::uint32_t* __restrict__ in,
     // END SOLUTION
 
     hold_back_readers(current, batch, delay_ns);  // tests only: slows the readers down
-    course::batches::hold_back(hold_ns);          // tests only: every warp but one reads late
+    hooks.before_read();
     compute_batch<G>(current, out, b, batch, n);
 
     // TODO 5: the next iteration starts a copy into the buffer this one has just read

@@ -136,23 +136,24 @@ __device__ void copy_batch(const Group& group, std::uint32_t* staged, const std:
 /// from there. Nothing overlaps inside the block (other resident blocks hide the latency, as
 /// in lesson 01); no registers stage the data, and on sm_90 one thread issues the whole
 /// aligned batch as one bulk copy.
-/// `hold_ns` is for tests only (0 otherwise): course::batches::hold_back.
+/// `hold_ns` is for tests only (0 otherwise): course::batches::TestHooks.
 template <Copy C, class Group>
 __device__ void one_stage(const Group& group, const std::uint32_t* __restrict__ in,
                           std::uint32_t* __restrict__ out, std::size_t n, std::uint32_t* report,
                           unsigned hold_ns) {
+  const course::batches::TestHooks hooks{hold_ns};  // nothing outside the tests
   extern __shared__ uint4 shared_storage[];  // uint4: 16-byte aligned, for bulk copies
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);
   __shared__ BlockBarrier landed;
   init_block_barriers(group, &landed, 1);
 
   const std::size_t batch = batch_elements(blockDim.x);
-  course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);  // tests only
+  hooks.poison(staged, batch * sizeof(std::uint32_t));
   const std::size_t batches = course::batches::batch_count(n, batch);
   for (std::size_t k = 0; k < course::batches::batches_of_block(batches, blockIdx.x, gridDim.x);
        ++k) {
     const Batch b = batch_of_block(k, batch, n);
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+    hooks.before_copy();
     // TODO 5: stage batch `b` of `in` in `staged`, bound to `landed`, the way this kernel's
     //         `C` says (a helper above does it; the report pointer comes from the device
     //         helpers). Then no thread may go on before the whole batch has landed and every
@@ -162,7 +163,7 @@ __device__ void one_stage(const Group& group, const std::uint32_t* __restrict__ 
     landed.arrive_and_wait();
     // STARTER: (void)b; (void)staged; (void)report;
     // END SOLUTION
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
+    hooks.before_read();
     // TODO 6: compute batch `b` from `staged` into `out` (the course's batch helper). Then no
     //         thread's next copy may overwrite `staged` while a slower thread still reads its
     //         partner's elements there. 2 statements, one block-wide wait.

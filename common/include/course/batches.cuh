@@ -208,6 +208,22 @@ __device__ __forceinline__ void poison_shared(void* staging, std::size_t bytes,
 #endif
 }
 
+/// A kernel's test-only hooks: one named call at each point the tests need, made from the
+/// launch's hold-back (0 outside the tests). Every call compiles to nothing without
+/// COURSE_TEST_HOOKS, so a student's kernel reads as its data flow, one line per hook:
+///   hooks.poison(staging, bytes)   before anything is staged (poison_shared())
+///   hooks.before_copy()            every warp but the runner stages late (hold_back())
+///   hooks.before_read()            every warp but the runner reads late (hold_back())
+struct TestHooks {
+  unsigned hold_ns = 0;
+
+  __device__ __forceinline__ void poison(void* staging, std::size_t bytes) const {
+    poison_shared(staging, bytes, hold_ns);
+  }
+  __device__ __forceinline__ void before_copy() const { hold_back(hold_ns); }
+  __device__ __forceinline__ void before_read() const { hold_back(hold_ns); }
+};
+
 /// Zero-fill of one 16-byte chunk of a batch that holds `count` valid elements: how many of
 /// the chunk's 16 bytes lie past the data (0 for a whole chunk, 16 for one entirely past
 /// the end, 4, 8 or 12 for the chunk the input ends in).

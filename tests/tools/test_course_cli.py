@@ -206,6 +206,26 @@ class LanguageTest(RepoTestCase):
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("没有这一课", unknown.stderr)
 
+    def test_help_usage_errors_and_skip_reasons_follow_the_language(self):
+        helped = self.course("--lang", "zh", "--help")
+        self.assertEqual(helped.returncode, 0)
+        self.assertIn("用法：course", helped.stdout)
+        self.assertIn("列出各课", helped.stdout)
+        missing = self.course("check", "--lang=zh")
+        self.assertEqual(missing.returncode, 2)
+        self.assertIn("错误：缺少以下参数：lesson", missing.stderr)
+        english = self.course("check")
+        self.assertIn("error: the following arguments are required: lesson", english.stderr)
+        unknown = self.course("hint", "99", env=dict(self.env, COURSE_LANG="zh"))
+        self.assertIn("course：错误：没有这一课", unknown.stderr)
+        from course_cli import i18n
+        try:
+            i18n.set_language("zh")
+            self.assertEqual(i18n.skip_reason("no usable GPU: no GPU found"), "没有可用的 GPU: no GPU found")
+        finally:
+            i18n.set_language("en")
+        self.assertEqual(i18n.skip_reason("no usable GPU: x"), "no usable GPU: x")
+
     def test_every_message_of_the_commands_has_its_chinese(self):
         import ast
         from course_cli import i18n

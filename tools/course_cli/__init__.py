@@ -38,9 +38,12 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
         root = Path(__file__).resolve().parents[2]
     own_args, extra_args = split_extra_args(argv)
 
+    # The language first: --help and the usage errors are written in it too.
+    asked = i18n.language_in_argv(own_args)
+    i18n.set_language(i18n.choose(asked), by_flag=asked in i18n.LANGUAGES)
+    i18n.install_argparse_words()
     parser = build_parser()
     args = parser.parse_args(own_args)  # exits 2 with a message on a usage error
-    i18n.set_language(i18n.choose(args.lang), by_flag=bool(args.lang))
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
@@ -51,7 +54,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     try:
         return args.handler(root, args)
     except CourseError as error:
-        print(f"course: error: {error}", file=sys.stderr)
+        print(i18n.tr("course: error: {message}", message=error), file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("course: interrupted", file=sys.stderr)

@@ -277,7 +277,7 @@ def explain_skips(skip_reasons: dict[str, str]) -> None:
         return
     print(tr("Skipped, so not verified ({count}):", count=len(skip_reasons)))
     for name, reason in skip_reasons.items():
-        print(f"  {name}: {reason or tr('no reason printed')}")
+        print(f"  {name}: {i18n.skip_reason(reason) if reason else tr('no reason printed')}")
     if any("cuobjdump" in reason for reason in skip_reasons.values()):
         print(tr("  The SASS checks (and the README's recipes) need cuobjdump:"))
         print("    " + CUOBJDUMP_HOWTO)
@@ -664,8 +664,8 @@ def cmd_tour(root: Path, args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="course",
-        description="Work through the CUDA asynchronous data movement course.",
-        epilog=(
+        description=tr("Work through the CUDA asynchronous data movement course."),
+        epilog=tr(
             "A lesson is named by its number or slug: 1, 01, 01_register_staged or "
             "register_staged. Arguments after `--` go to the program that `run` or "
             "`tour` starts. Typical loop: ./course list; ./course run 01; ./course check 01; "
@@ -673,8 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
             "./course run 03 -- --quick; ./course run 06 --solution -- --stages 6 --csv out.csv."
         ),
     )
-    language_help = ("the language of the messages, lesson titles and hints: en (the default) "
-                     "or zh (Chinese); also COURSE_LANG=zh or a zh_* locale")
+    language_help = tr("the language of the messages, lesson titles and hints: en (the default) "
+                       "or zh (Chinese); also COURSE_LANG=zh or a zh_* locale")
     parser.add_argument("--lang", choices=("en", "zh"), help=language_help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -687,26 +687,30 @@ def build_parser() -> argparse.ArgumentParser:
                              help=language_help)
         return command
 
-    add("list", cmd_list, "list the lessons, whether this GPU can run them, and your last check")
+    add("list", cmd_list,
+        tr("list the lessons, whether this GPU can run them, and your last check"))
 
-    run = add("run", cmd_run, "build and run a lesson's program (your starter, or --solution)", True)
-    run.add_argument("lesson", help="lesson number or slug")
-    run.add_argument("--solution", action="store_true", help="run the reference solution instead")
+    run = add("run", cmd_run,
+              tr("build and run a lesson's program (your starter, or --solution)"), True)
+    run.add_argument("lesson", help=tr("lesson number or slug"))
+    run.add_argument("--solution", action="store_true",
+                     help=tr("run the reference solution instead"))
 
-    check = add("check", cmd_check, "build and run a lesson's tests against your code")
-    check.add_argument("lesson", help="lesson number or slug")
+    check = add("check", cmd_check, tr("build and run a lesson's tests against your code"))
+    check.add_argument("lesson", help=tr("lesson number or slug"))
 
-    hint = add("hint", cmd_hint, "show the next hint for the first TODO you have not finished "
-               "(or that your last check failed), one rung at a time; or for TODO K")
-    hint.add_argument("lesson", help="lesson number or slug")
-    hint.add_argument("k", nargs="?", type=int, help="which rung of the ladder (1, 2, ...)")
-    hint.add_argument("--todo", type=int, metavar="K", help="the TODO whose hints to show")
+    hint = add("hint", cmd_hint, tr("show the next hint for the first TODO you have not finished "
+                                    "(or that your last check failed), one rung at a time; or for "
+                                    "TODO K"))
+    hint.add_argument("lesson", help=tr("lesson number or slug"))
+    hint.add_argument("k", nargs="?", type=int, help=tr("which rung of the ladder (1, 2, ...)"))
+    hint.add_argument("--todo", type=int, metavar="K", help=tr("the TODO whose hints to show"))
 
-    diff = add("diff", cmd_diff, "show how your lesson files differ from the solution")
-    diff.add_argument("lesson", help="lesson number or slug")
+    diff = add("diff", cmd_diff, tr("show how your lesson files differ from the solution"))
+    diff.add_argument("lesson", help=tr("lesson number or slug"))
 
-    reset = add("reset", cmd_reset, "restore a lesson's starter files (yours are kept as .bak)")
-    reset.add_argument("lesson", help="lesson number or slug")
+    reset = add("reset", cmd_reset, tr("restore a lesson's starter files (yours are kept as .bak)"))
+    reset.add_argument("lesson", help=tr("lesson number or slug"))
 
     sync = add(
         "sync",
@@ -718,7 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="write nothing; exit 1 if a generated file is stale"
     )
 
-    tour = add("tour", cmd_tour, "build everything and run every ready lesson's solution", True)
+    tour = add("tour", cmd_tour, tr("build everything and run every ready lesson's solution"), True)
     tour.add_argument("--preset", default="default", help="CMake configure preset (default: default)")
     tour.add_argument("--csv-dir", metavar="DIR", help="write each lesson's table to DIR/NN_slug.csv")
     tour.add_argument(

@@ -65,6 +65,67 @@ def hints(lesson) -> list[str]:
     return (lesson.hints_zh or lesson.hints) if _language == "zh" else lesson.hints
 
 
+# argparse's own words (usage, the options heading, its errors), in Chinese when asked:
+# argparse looks each up through its module-level `_` at the moment it prints.
+ARGPARSE_ZH = {
+    "usage: ": "用法：",
+    "positional arguments": "位置参数",
+    "options": "选项",
+    "show this help message and exit": "显示此帮助信息并退出",
+    "%(prog)s: error: %(message)s\n": "%(prog)s：错误：%(message)s\n",
+    "the following arguments are required: %s": "缺少以下参数：%s",
+    "unrecognized arguments: %s": "无法识别的参数：%s",
+    "invalid choice: %(value)r (choose from %(choices)s)": "无效的选择：%(value)r（可选：%(choices)s）",
+    "invalid %(type)s value: %(value)r": "无效的 %(type)s 值：%(value)r",
+    "expected one argument": "需要一个参数",
+    "argument %(argument_name)s: %(message)s": "参数 %(argument_name)s：%(message)s",
+    "ambiguous option: %(option)s could match %(matches)s": "有歧义的选项：%(option)s 可匹配 %(matches)s",
+}
+
+
+# The tests' skip reasons (GTEST_SKIP), by their English beginning: `check` shows them.
+SKIP_REASONS_ZH = {
+    "cuobjdump not found: SASS checks need it": "找不到 cuobjdump：SASS 检查需要它",
+    "the build has no sm_90 target": "这次构建没有 sm_90 目标",
+    "the build has no sm_90 code": "这次构建没有 sm_90 代码",
+    "the build has no sm_80 target": "这次构建没有 sm_80 目标",
+    "the build has no sm_80 code": "这次构建没有 sm_80 代码",
+    "this GPU does not support cudaHostRegister": "这块 GPU 不支持 cudaHostRegister",
+    "needs two GPUs": "需要两块 GPU",
+    "no peer access": "没有对等访问（peer access）",
+    "no usable GPU": "没有可用的 GPU",
+}
+
+
+def skip_reason(reason: str) -> str:
+    """A test's skip reason in the chosen language (what follows a known beginning is kept)."""
+    if _language != "zh":
+        return reason
+    for english, chinese in SKIP_REASONS_ZH.items():
+        if reason.startswith(english):
+            return chinese + reason[len(english):]
+    return reason
+
+
+def install_argparse_words() -> None:
+    """Makes argparse speak the chosen language (its messages pass through argparse._)."""
+    import argparse
+    from gettext import gettext
+
+    argparse._ = lambda text: ARGPARSE_ZH.get(text, text) if _language == "zh" else gettext(text)
+
+
+def language_in_argv(argv: list[str]) -> str | None:
+    """The value of --lang (`--lang zh` or `--lang=zh`) in `argv`, before argparse reads it:
+    the help and the usage errors are written in the language it names."""
+    for i, word in enumerate(argv):
+        if word == "--lang" and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith("--lang="):
+            return word.split("=", 1)[1]
+    return None
+
+
 # `list`'s legend of the needs column (a constant: tr() takes it whole).
 ARCHITECTURE_LEGEND = """\
 needs: sm_80+ is for Ampere (sm_80, sm_86), Ada (sm_89), Hopper (sm_90) and Blackwell (sm_100,
@@ -195,7 +256,39 @@ ZH = {
         "（试过之后仍卡住？`{command}` 显示下一级。）",
     "(That was the last hint of TODO {todo}: its code.)":
         "（这是 TODO {todo} 的最后一级提示：它的代码。）",
+    "course: error: {message}": "course：错误：{message}",
     "{command}   (the next hint for TODO {todo})": "{command}   （TODO {todo} 的下一级提示）",
+    # the command line (--help, usage errors)
+    "Work through the CUDA asynchronous data movement course.": "逐课学习 CUDA 异步数据搬运。",
+    "A lesson is named by its number or slug: 1, 01, 01_register_staged or "
+    "register_staged. Arguments after `--` go to the program that `run` or "
+    "`tour` starts. Typical loop: ./course list; ./course run 01; ./course check 01; "
+    "./course hint 01; ./course diff 01. Passing flags to a lesson program: "
+    "./course run 03 -- --quick; ./course run 06 --solution -- --stages 6 --csv out.csv.":
+        "课程用编号或名称指定：1、01、01_register_staged 或 register_staged。`--` 之后的参数交给 "
+        "`run` 或 `tour` 启动的程序。常用流程：./course list；./course run 01；./course check 01；"
+        "./course hint 01；./course diff 01。给课程程序传参数：./course run 03 -- --quick；"
+        "./course run 06 --solution -- --stages 6 --csv out.csv。",
+    "the language of the messages, lesson titles and hints: en (the default) "
+    "or zh (Chinese); also COURSE_LANG=zh or a zh_* locale":
+        "消息、课程标题和提示的语言：en（默认）或 zh（中文）；也可用 COURSE_LANG=zh 或 zh_* 区域设置",
+    "list the lessons, whether this GPU can run them, and your last check":
+        "列出各课、这块 GPU 能否运行它们，以及你上次检查的结果",
+    "build and run a lesson's program (your starter, or --solution)":
+        "构建并运行一课的程序（你的起始代码，或 --solution）",
+    "lesson number or slug": "课程编号或名称",
+    "run the reference solution instead": "改为运行参考答案",
+    "build and run a lesson's tests against your code": "构建一课的测试并用它们检查你的代码",
+    "show the next hint for the first TODO you have not finished "
+    "(or that your last check failed), one rung at a time; or for "
+    "TODO K":
+        "为你尚未完成（或上次检查失败）的第一个 TODO 显示下一级提示，一次一级；或为 TODO K 显示",
+    "which rung of the ladder (1, 2, ...)": "提示的第几级（1、2、……）",
+    "the TODO whose hints to show": "要显示其提示的 TODO",
+    "show how your lesson files differ from the solution": "显示你的课程文件与答案的差别",
+    "restore a lesson's starter files (yours are kept as .bak)":
+        "恢复一课的起始文件（你的文件保存为 .bak）",
+    "build everything and run every ready lesson's solution": "构建全部内容并运行每个就绪课程的答案",
     # building (run, check)
     "cannot run {program}: not found": "无法运行 {program}：找不到该程序",
     "cmake --preset {preset} failed (see above)": "cmake --preset {preset} 失败（见上文）",

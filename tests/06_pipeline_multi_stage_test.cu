@@ -352,6 +352,47 @@ TEST(PipelineMultiStagePtx, PrimitivesKernelsCommitWaitAndZeroFill) {
   }
 }
 
+// A primitives kernel that waits for all of its groups at every step computes the right
+// values and passes every sanitizer, but keeps only the one batch it starts after the wait in
+// flight while it computes: the later batches the schedule started ahead have to arrive
+// first. With more than one batch ahead (Stages >= 3 for the correct kernel; Stages >= 2 for
+// the broken one, which runs Stages ahead) the wait must leave some of the thread's newest
+// groups pending: every `cp.async.wait_group N` has N >= 1, and nothing waits for all.
+// (Stages = 2 is double buffering: one batch ahead, and the wait rightly leaves none.)
+TEST(PipelineMultiStagePtx, PrimitivesKernelsKeepLaterBatchesInFlight) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  const auto targets = course::testing::ptx_targets();
+  ASSERT_FALSE(targets.empty());
+  for (const std::string& target : targets) {
+    const auto& module = course::inspect::module_for(modules, target);
+    for (const char* family : {"primitives_kernel", "one_stage_too_many_kernel"}) {
+      const bool broken = std::string(family) == "one_stage_too_many_kernel";
+      const auto kernels = kernels_named(module, family);
+      ASSERT_EQ(kernels.size(), static_cast<std::size_t>(kMaxStages - kMinStages + 1))
+          << family << " in " << target;
+      for (const auto& k : kernels) {
+        const std::string where = k.name + " (" + target + ")";
+        const int stages = stages_of(k.name);
+        ASSERT_GE(stages, kMinStages) << where;
+        const int ahead = broken ? stages : pipeline_multi_stage::batches_ahead(stages);
+        if (ahead < 2) continue;
+        const std::set<int> counts = wait_group_counts(k.body);
+        EXPECT_FALSE(counts.empty()) << where << ": no cp.async.wait_group" << concerns_todo(6);
+        EXPECT_TRUE(counts.empty() || *counts.begin() >= 1)
+            << where << ": a cp.async.wait_group " << (counts.empty() ? 0 : *counts.begin())
+            << " waits for every group this thread committed, with " << ahead
+            << " batches started ahead: the later batches' copies must stay in flight while "
+               "batch k is computed, or the block hides little of the memory latency"
+            << concerns_todo(6);
+        EXPECT_FALSE(course::inspect::uses(k.body, "cp.async.wait_all"))
+            << where << ": cp.async.wait_all waits for every group: the later batches' copies "
+                        "must stay in flight"
+            << concerns_todo(6);
+      }
+    }
+  }
+}
+
 TEST(PipelineMultiStageSass, LdgstsInEveryKernelAndNoBulkCopies) {
   const std::string cuobjdump = course::testing::cuobjdump_path();
   if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: SASS checks need it";
@@ -500,6 +541,42 @@ INSTANTIATE_TEST_SUITE_P(AllStageCounts, GpuPipelineBatchCounts,
                          ::testing::Combine(::testing::ValuesIn(kCorrect),
                                             ::testing::Range(kMinStages, kMaxStages + 1)),
                          stage_case_name);
+
+// ---- GPU tests: the pipeline stays full --------------------------------------------------
+
+// A cuda::pipeline kernel whose producer side issues each batch only at the step that
+// computes it (or a few ahead, fewer than the stages) computes the right values, passes every
+// sanitizer and is never faster than lesson 01: nothing, or too little, of its own is in
+// flight while it computes. The test programs' kernels count every step at which fewer
+// batches had been issued than a full pipeline holds (given/stages_in_flight.cuh), with more
+// batches per block than stages, so that a full pipeline is possible at the first steps.
+class GpuPipelineKeepsItsStagesFull : public course::testing::GpuTestWithParam<int> {};
+
+TEST_P(GpuPipelineKeepsItsStagesFull, EveryStepHasTheWholeRingIssued) {
+  const int stages = GetParam();
+  const auto per_block = static_cast<std::size_t>(2 * stages + 3);  // > stages batches each
+  (void)pipeline_multi_stage::take_prefetch_shortfalls();         // a clean count
+  for (const auto& [shape, vectors] :
+       {std::pair{LaunchShape{1, 64}, 1}, std::pair{LaunchShape{4, 96}, 2}}) {
+    const Config config{Interface::pipeline, stages, vectors};
+    const std::size_t batch = batch_elements(shape.threads_per_block, vectors);
+    const std::size_t whole = per_block * shape.blocks * batch;
+    for (std::size_t n : {whole, whole - 5}) {  // the last batch whole, or partial
+      EXPECT_TRUE(matches_reference(config, shape, n));
+      const unsigned long long short_steps = pipeline_multi_stage::take_prefetch_shortfalls();
+      EXPECT_EQ(short_steps, 0u)
+          << stages << " stages, " << shape.blocks << "x" << shape.threads_per_block
+          << ", n=" << n << ": " << short_steps
+          << " thread-steps began with fewer batches issued than the pipeline holds. Before "
+             "it waits for batch k, the producer side must have filled every stage it can "
+             "(batch k and the ones after it), and `fetched` must count every batch issued"
+          << concerns_todo(2);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStageCounts, GpuPipelineKeepsItsStagesFull,
+                         ::testing::Range(kMinStages, kMaxStages + 1));
 
 // ---- GPU tests: the deliberately broken variant ------------------------------------------
 

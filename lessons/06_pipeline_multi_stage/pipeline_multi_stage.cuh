@@ -9,11 +9,11 @@
 /// of the next batches are already in flight, so one block overlaps its own copies with
 /// its own compute, and the memory system stays busy even at one block per SM (lesson 01's
 /// kernel cannot do that). The same kernel is written twice:
-///  - with a block-scope `cuda::pipeline` (acquire / memcpy_async / commit / wait /
-///    release), which tracks the buffers for you with two mbarriers per stage;
-///  - with the pipeline primitives (`__pipeline_memcpy_async`, `__pipeline_commit`,
-///    `__pipeline_wait_prior`), per-thread cp.async groups plus one `__syncthreads()`,
-///    where you track the buffers yourself and the last, partial batch is zero-filled.
+///  - with a block-scope `cuda::pipeline`, which tracks the buffers for the whole block
+///    with two mbarriers per stage;
+///  - with the pipeline primitives, which only count each thread's own groups of copies,
+///    so that the block's view of a batch and the safety of each refill are yours to
+///    prove, and the last, partial batch is zero-filled.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,12 +33,11 @@ using register_staged::LaunchShape;
 
 /// Which interface drives the pipeline.
 enum class Interface {
-  /// `cuda::pipeline<cuda::thread_scope_block>` with `Stages` stages in shared state:
-  /// producer_acquire, cuda::memcpy_async(block, ..., aligned_size_t<16>), producer_commit,
-  /// consumer_wait, consumer_release. Completion goes through mbarriers.
+  /// `cuda::pipeline<cuda::thread_scope_block>` with `Stages` stages in shared state; the
+  /// copies are 16-byte cp.async, completed through mbarriers.
   pipeline,
-  /// `__pipeline_memcpy_async` (16 bytes, zero-fill for the tail), `__pipeline_commit`,
-  /// `__pipeline_wait_prior(stages - 2)` and one `__syncthreads()` per batch.
+  /// The pipeline primitives: 16-byte cp.async in per-thread groups (zero-filled in the
+  /// tail), a wait that leaves the later batches in flight and a block-wide barrier.
   primitives,
   /// DELIBERATELY BROKEN, never run by default: the primitives kernel prefetching one
   /// batch more than it has buffers, so a copy overwrites the buffer the block is still
@@ -147,6 +146,14 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
 /// prepare_copy_and_compute(in, out, config, shape), launched at once on `stream`.
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       const Config& config, LaunchShape shape, cudaStream_t stream);
+
+/// Tests only: how many steps of the cuda::pipeline kernels (one count per thread and step)
+/// began computing with fewer batches issued than the pipeline holds, since the last call
+/// (after the device finished its work); the count is reset to 0. A pipeline that keeps
+/// only one batch in flight computes the right values: this is what tells it from a full
+/// one (given/stages_in_flight.cuh). Throws std::logic_error in a program whose kernels were
+/// compiled without COURSE_TEST_HOOKS (only the test programs count).
+unsigned long long take_prefetch_shortfalls();
 
 /// The most blocks of `threads_per_block` threads one SM holds at once for this kernel
 /// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), given its shared memory; 0 when one

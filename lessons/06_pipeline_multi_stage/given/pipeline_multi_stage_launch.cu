@@ -1,14 +1,17 @@
 // Lesson 06's launchers: argument checks, the choice of kernel for an interface and a stage
-// count, the shared-memory opt-in and the occupancy query. Read-only: the build compiles
+// count, the shared-memory opt-in, the occupancy query and, for the test programs, the count
+// of pipeline steps that began short of a full pipeline. Read-only: the build compiles
 // this file in one unit with pipeline_multi_stage.cu (yours, and separately the
 // solution's), which defines the kernels; pipeline_multi_stage.cuh declares them.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
+#include "course/batches.cuh"
 #include "course/check.h"
 #include "course/launch.h"
 #include "pipeline_multi_stage.cuh"
+#include "stages_in_flight.cuh"
 
 namespace pipeline_multi_stage {
 namespace {
@@ -83,6 +86,25 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
 void copy_and_compute(cuda::std::span<const std::uint32_t> in, cuda::std::span<std::uint32_t> out,
                       const Config& config, LaunchShape shape, cudaStream_t stream) {
   prepare_copy_and_compute(in, out, config, shape)(stream);
+}
+
+unsigned long long take_prefetch_shortfalls() {
+  if (!course::batches::kTestHooks) {
+    throw std::logic_error("take_prefetch_shortfalls is for the test programs: these kernels "
+                           "were compiled without COURSE_TEST_HOOKS");
+  }
+#if defined(COURSE_TEST_HOOKS)
+  COURSE_CHECK(cudaDeviceSynchronize());
+  unsigned long long count = 0;
+  COURSE_CHECK(cudaMemcpyFromSymbol(&count, stages_in_flight::g_short_prefetches, sizeof(count)));
+  if (count != 0) {
+    const unsigned long long zero = 0;
+    COURSE_CHECK(cudaMemcpyToSymbol(stages_in_flight::g_short_prefetches, &zero, sizeof(zero)));
+  }
+  return count;
+#else
+  return 0;
+#endif
 }
 
 int max_blocks_per_sm(const Config& config, int threads_per_block) {

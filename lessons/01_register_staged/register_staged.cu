@@ -3,22 +3,22 @@
 //
 // Lesson 01: copy and compute through registers.
 //
-// The copy-and-compute pattern of the Programming Guide without memcpy_async: each block
-// walks over its batches of the input; for each batch it
-//   1. copies the batch global -> registers -> shared memory (each thread its own part),
-//   2. waits at a block-wide barrier until every thread's part has landed,
-//   3. computes each output from two elements of the batch (its own and its partner,
-//      which another thread staged) and writes the result to global memory,
-//   4. waits at a second barrier before the next batch overwrites shared memory.
+// The copy-and-compute pattern of the Programming Guide, without memcpy_async: each block
+// walks over its batches of the input; for each batch every thread copies its share of it
+// global -> registers -> shared memory, then the threads compute the batch's outputs from
+// shared memory and write them to global memory. An output combines its element with a
+// partner element that another thread may have staged, so the threads of a block hand data
+// to each other through shared memory twice per batch: the stagers to the readers, and the
+// readers back to the stagers of the next batch, who overwrite the same bytes. Each
+// hand-over is a race unless the kernel orders it; ordering them is this lesson.
 // Nothing overlaps: while a block copies it computes nothing, and while it computes it
 // copies nothing. Only other resident blocks hide the latency (occupancy), which is why
 // the driver measures this kernel at full occupancy and at one block per SM. Later
-// lessons replace step 1 with asynchronous copies that overlap steps 2-4.
+// lessons replace the register staging with asynchronous copies that overlap the rest.
 //
 // Shapes, for 256 threads (course/batches.cuh):
 //   fine    batch = 256 threads x 1 uint32                     =  256 elements =  1 KB
 //   coarse  batch = 256 threads x 4 vectors x 4 uint32         = 4096 elements = 16 KB
-//           vector v of thread t = 16-byte vector v * 256 + t of the batch
 #include "register_staged.cuh"
 
 #include "course/batches.cuh"
@@ -33,13 +33,13 @@ using course::batches::Batch;
 template <Granularity G>
 __device__ void stage_batch(const std::uint32_t* __restrict__ batch_in, std::uint32_t* shared,
                             std::size_t count, std::size_t batch) {
-  // TODO 1: afterwards shared[i] == batch_in[i] for every i < count once every thread of
-  //         the block has run this, and nothing at or past batch_in[count] was read. Each
-  //         element goes global -> register -> shared. A full coarse batch must move
-  //         16-byte vectors (vector v of thread t is vector v * blockDim.x + t, so a
-  //         warp's accesses coalesce) with all of this thread's kVectorsPerThread loads
-  //         issued before its first store; fine batches and the input's last, partial
-  //         batch may move single elements.
+  // TODO 1: afterwards, once every thread of the block has run this, shared[i] ==
+  //         batch_in[i] for every i < count, and nothing at or past batch_in[count] was
+  //         read. Each element goes global -> register -> shared (no asynchronous copy).
+  //         A full coarse batch moves 16-byte vectors, kVectorsPerThread per thread, with
+  //         all of a thread's loads issued before its first store, and each load of a warp
+  //         touches 32 neighbouring vectors (one coalesced 512-byte access); a fine batch
+  //         and the input's last, partial batch may move single elements.
   (void)batch_in; (void)shared; (void)count; (void)batch;
 }
 
@@ -68,14 +68,20 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
     stage_batch<G>(in + b.first, shared, b.count, batch);  // in[b.first + i] : (b.count)
 
     // TODO 2: no thread may go on to the compute step before every element that the
-    //         block staged above is visible to it (it reads its partner's element,
-    //         which another thread staged).
+    //         block staged above is visible to it (it reads its partner's element, which
+    //         another thread staged). One line.
 
     course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch<G>(shared, out, b, batch, n);
 
-    // TODO 3: no thread may start the next batch's copy into shared memory while another
-    //         thread of this block still reads the current batch there.
+    // TODO 3 (bug hunt): `./course check 01` fails: the held-back test
+    //         (GpuRegisterStagedHeldBack) gets wrong values at coarse granularity, and
+    //         racecheck run on your program reports a shared-memory hazard between the
+    //         staging copy and the compute step. The code here compiles and looks
+    //         reasonable, and it is wrong. Find out why and fix it: no thread of the block
+    //         may start the next batch's copy into shared memory while any other thread of
+    //         the block may still read the current batch there. The fix stays one line.
+    __syncwarp();
   }
 }
 

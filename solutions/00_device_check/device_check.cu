@@ -17,11 +17,13 @@ namespace device_check {
 
 Capabilities query_capabilities(int device) {
   Capabilities caps;
-  // TODO 1: afterwards every field of `caps` holds device `device`'s value, exactly as the
-  //         runtime reports it (the GPU test compares each one with the runtime's own
+  // TODO 1: afterwards every field of `caps` holds device `device`'s own value, exactly as
+  //         the runtime reports it (the GPU test compares each one with the runtime's
   //         answer), in the units the struct documents. A bad ordinal must throw
-  //         course::CudaError, not return garbage: check every CUDA call. Beware that
-  //         CUDA 13 removed some fields older code reads (the README says which).
+  //         course::CudaError, not return garbage: no CUDA call's error may go unchecked.
+  //         Mind the fields CUDA 13 removed from the property struct (the README says
+  //         which). Budget: one query of the whole property struct, plus one single-value
+  //         query for each field that struct no longer carries.
   // BEGIN SOLUTION
   cudaDeviceProp prop{};
   COURSE_CHECK(cudaGetDeviceProperties(&prop, device));
@@ -46,9 +48,9 @@ Capabilities query_capabilities(int device) {
 
 OverlapSupport overlap_support(const Capabilities& caps) {
   OverlapSupport support;
-  // TODO 2: afterwards each field of `support` says whether that overlap is possible on a
-  //         GPU with `caps`: one copy engine lets a copy overlap kernels; two let a
-  //         host-to-device and a device-to-host copy run at the same time as well.
+  // TODO 2: afterwards each field of `support` says whether that kind of overlap is
+  //         possible on a GPU with `caps`, decided from `caps` alone (no CUDA call): what
+  //         each one needs is in the README's capability table. One line per field.
   // BEGIN SOLUTION
   support.copy_with_kernel = caps.async_engine_count >= 1;
   support.copy_both_directions = caps.async_engine_count >= 2;
@@ -59,11 +61,12 @@ OverlapSupport overlap_support(const Capabilities& caps) {
 }
 
 double bytes_moved(Transfer transfer, std::size_t copy_bytes) {
-  // TODO 3: return the bytes a copy of `copy_bytes` moves through the memory system that
-  //         limits it, counted the way every GB/s of the course counts them (the README's
-  //         "Counting bytes"). The driver turns the D2D reference's and the transfers'
-  //         times into GB/s with it; the harness counts the SM copy roof as read + write,
-  //         so only the right count makes the D2D and roof rows comparable.
+  // TODO 3: return the bytes a copy of `copy_bytes` in direction `transfer` moves through
+  //         the memory system that limits it, counted the way every GB/s of the course
+  //         counts them (the README's "Counting bytes"). The driver turns the D2D
+  //         reference's and the transfers' times into GB/s with it; the harness counts the
+  //         SM copy roof as read + write, so only the right count makes the D2D and roof
+  //         rows comparable. At most 2 lines.
   // BEGIN SOLUTION
   const double bytes = static_cast<double>(copy_bytes);
   return transfer == Transfer::device_to_device ? 2.0 * bytes : bytes;

@@ -13,7 +13,7 @@ struct Capabilities {
   int cc_major = 0;  ///< compute capability: 8.0 brings cp.async, 9.0 TMA
   int cc_minor = 0;
   int sm_count = 0;            ///< multiprocessors: a persistent grid's size
-  int async_engine_count = 0;  ///< copy engines: 1 overlaps a copy with kernels, 2 both directions
+  int async_engine_count = 0;  ///< copy engines (asyncEngineCount)
   bool concurrent_kernels = false;         ///< kernels of different streams may run at once
   std::size_t shared_per_block_optin = 0;  ///< the most dynamic shared memory a block can opt in to
   std::size_t shared_per_sm = 0;           ///< shared memory per multiprocessor
@@ -30,8 +30,8 @@ Capabilities query_capabilities(int device);
 
 /// What can run at the same time, given the copy engines and concurrent-kernel support.
 struct OverlapSupport {
-  bool copy_with_kernel = false;      ///< a copy can overlap a kernel (>= 1 copy engine)
-  bool copy_both_directions = false;  ///< a host->device and a device->host copy at once (>= 2)
+  bool copy_with_kernel = false;      ///< a copy can overlap a kernel
+  bool copy_both_directions = false;  ///< a host->device and a device->host copy at once
   bool concurrent_kernels = false;    ///< kernels from different streams at once
 };
 
@@ -41,9 +41,8 @@ OverlapSupport overlap_support(const Capabilities& caps);
 /// The direction of a cudaMemcpy.
 enum class Transfer { device_to_device, host_to_device, device_to_host };
 
-/// Bytes a copy of `copy_bytes` moves through the memory system that limits it: a
-/// device-to-device copy reads and writes device memory (2 x), a transfer between host
-/// and device crosses the link once (1 x). Bandwidths in the course use these counts.
+/// Bytes a copy of `copy_bytes` moves through the memory system that limits it (the README's
+/// "Counting bytes"). Bandwidths in the course use these counts.
 double bytes_moved(Transfer transfer, std::size_t copy_bytes);
 
 /// The datasheet-style peak of device memory: 2 transfers per clock (double data rate)

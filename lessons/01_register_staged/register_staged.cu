@@ -50,13 +50,14 @@ template <Granularity G>
 __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
                                        std::uint32_t* __restrict__ out, std::size_t n,
                                        unsigned hold_ns) {
+  const course::batches::TestHooks hooks{hold_ns};  // nothing outside the tests
   // uint4 so that the shared array is 16-byte aligned for the vector accesses.
   // shared[i] : (batch) uint32, batch = T (fine) or V * T * 4 (coarse); T = blockDim.x
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* shared = reinterpret_cast<std::uint32_t*>(shared_storage);
 
   const std::size_t batch = batch_elements(G, blockDim.x);
-  course::batches::poison_shared(shared, batch * sizeof(std::uint32_t), hold_ns);  // tests only
+  hooks.poison(shared, batch * sizeof(std::uint32_t));
   // Block b owns batches b, b + gridDim.x, ... (any grid size works). The count depends
   // only on the block, so every thread of it reaches the same barriers.
   const std::size_t mine = course::batches::batches_of_block(course::batches::batch_count(n, batch),
@@ -64,14 +65,14 @@ __global__ void register_staged_kernel(const std::uint32_t* __restrict__ in,
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = course::batches::batch_of_block(k, batch, n);
 
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one stages late
+    hooks.before_copy();
     stage_batch<G>(in + b.first, shared, b.count, batch);  // in[b.first + i] : (b.count)
 
     // TODO 2: no thread may go on to the compute step before every element that the
     //         block staged above is visible to it (it reads its partner's element, which
     //         another thread staged). One line.
 
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
+    hooks.before_read();
     compute_batch<G>(shared, out, b, batch, n);
 
     // TODO 3 (bug hunt): `./course check 01` fails: the held-back test

@@ -73,14 +73,14 @@ __device__ inline void compute_batch(const std::uint32_t* staged, std::uint32_t*
 }
 
 /// Tests only: every warp of a block but one waits before it stages a batch and before it
-/// reads one (course::batches::hold_back), so that a barrier that waits only for its own
-/// warp shows in the values. The default, 0 ns, holds nobody back.
+/// reads one (course::batches::hold_back), so that a barrier too narrow for what it must
+/// order shows in the values. The default, 0 ns, holds nobody back.
 using course::batches::HoldBack;
 
 /// Validates the arguments and sets the kernel's shared-memory attribute, then returns the
 /// launch: calling it with a stream runs the copy-and-compute workload (course/workload.h)
 /// out[i] = combine(in[i], in[partner_index(i, n)]) for every i, staging each batch
-/// global -> registers -> shared memory with two block-wide barriers per batch.
+/// global -> registers -> shared memory.
 ///
 /// Preconditions, checked before any CUDA call (std::invalid_argument otherwise):
 /// `in` and `out` have the same size; 32 <= threads_per_block <= 1024 and a multiple of

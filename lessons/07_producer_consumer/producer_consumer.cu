@@ -4,26 +4,26 @@
 // Lesson 07: producer and consumer warps.
 //
 // What this file adds over lesson 06: the block-scope cuda::pipeline is *partitioned*. In
-// lesson 06 every thread acquired, copied, committed, waited, computed and released (a
-// unified pipeline). Here the first warps of the block only produce and the other warps
-// only consume. Shapes, for the driver's default (1 producer warp, 8 consumer warps,
-// 4 stages of 16 KB):
+// lesson 06 every thread did every step of every batch (a unified pipeline). Here the block
+// splits by whole warps into two roles: the producer warps only move batches into shared
+// memory, the consumer warps only compute them, and the pipeline's stages are how the two
+// roles hand batches to each other. Shapes, for the driver's default (1 producer warp,
+// 8 consumer warps, 4 stages of 16 KB):
 //
 //   block      = 1 producer warp (threads 0-31) + 8 consumer warps (threads 32-287)
 //   batch      = 1024 vectors x 16 B = 4096 uint32 = 16 KB      (as in lessons 01 and 06)
 //   shared     = 4 stages x 16 KB = 64 KB, plus the pipeline's state: 2 mbarriers per stage
-//   producer   = each of its 32 threads issues 1024 / 32 = 32 16-byte cp.async per batch
-//   consumers  = each of their 256 threads computes 1024 / 256 = 4 vectors per batch
+//   producer   = its 32 threads share the copy of every batch: 1024 / 32 = 32 vectors each
+//   consumers  = their 256 threads share the compute of every batch: 1024 / 256 = 4 each
 //
-//   producer warp:  acquire s0, copy b0, commit | acquire s1, copy b1, commit | ... s3 ...
-//                   | acquire s0 (waits until all 256 consumers released b0), copy b4 ...
-//   consumer warps: wait s0 (b0 landed), compute b0, release s0 | wait s1, compute b1 ...
+//   producer warp:  fill s0 with b0 | fill s1 with b1 | ... s3 ... | s0 again, once every
+//                   consumer has released b0: fill it with b4 | ...
+//   consumer warps: b0 in s0 has landed: compute it, release s0 | b1 in s1 ...
 //
-// The kernel, producer_consumer_kernel in given/producer_consumer_launch.cu, is written: it makes
-// the partitioned pipeline and runs both roles' loops with every producer_acquire,
-// producer_commit, consumer_wait and consumer_release. What is left here is *which data*
-// moves where: the buffer of a stage, the producers' copy, the consumers' share. So a
-// mistake gives wrong values, never a hang.
+// The kernel, producer_consumer_kernel in given/producer_consumer_launch.cu, is written: it
+// makes the partitioned pipeline and runs both roles' loops, every hand-off included. What
+// is left here is *which data* moves where: the buffer of a stage, the producers' copy, the
+// consumers' share. So a mistake gives wrong values, never a hang.
 #include "producer_consumer.cuh"
 
 #include <cuda/pipeline>
@@ -35,16 +35,15 @@ namespace {
 
 using course::batches::Batch;
 
-/// The shared buffer that holds the block's k-th batch. The pipeline hands out its stages
-/// in order, round and round: the k-th producer_acquire/producer_commit fill stage
-/// k % Stages and the k-th consumer_wait/consumer_release drain the same stage.
-/// buffers : (Stages, batch_vectors) uint4; the k-th batch is buffers[k % Stages, :].
+/// The shared buffer that holds the block's k-th batch (k counts the block's batches from 0,
+/// on both sides), the buffer of the stage the pipeline hands out for it.
+/// buffers : (Stages, batch_vectors) uint4, one stage's batch after another.
 template <int Stages>
 __device__ uint4* stage_buffer(uint4* buffers, std::size_t k, int batch_vectors) {
-  // TODO 1: return the buffer of the block's k-th batch, chosen by the same rule on the
-  //         producer and the consumer side, so that a consumer reads the buffer of the
-  //         stage it waited for. The stages hold Stages batches of batch_vectors uint4
-  //         each, one after another.
+  // TODO 1: return the first vector of the buffer that holds the block's k-th batch: the
+  //         buffer of the stage the pipeline pairs with the k-th hand-off on either side,
+  //         so that a consumer reads exactly what the producers filled for that stage.
+  //         One line; no index may overflow for a large k or a large batch.
   (void)k; (void)batch_vectors;
   return buffers;
 }
@@ -54,21 +53,23 @@ __device__ uint4* stage_buffer(uint4* buffers, std::size_t k, int batch_vectors)
 __device__ void copy_batch(const ProducerWarps& producers, uint4* buffer, const std::uint32_t* in,
                            Batch b, std::size_t batch,
                            cuda::pipeline<cuda::thread_scope_block>& pipe) {
-  // TODO 2: afterwards the batch (b.count elements from in + b.first) is on its way into
-  //         `buffer`, issued by exactly the threads that call this (the producers, never
-  //         the whole block) and bound to `pipe`'s current stage. A full batch must go as
-  //         16-byte cp.async (both pointers are 16-byte aligned and its size a multiple of
-  //         16: tell the copy so); the last, partial batch must not read past the input.
+  // TODO 2: afterwards the elements of batch `b` are on their way from the input into
+  //         `buffer`, in order, shared out among exactly the threads that call this (the
+  //         producers; a consumer never makes the call) and tied to `pipe`'s current stage,
+  //         so that the stage completes only once they have landed. A full batch must move
+  //         in 16-byte pieces: both ends are 16-byte aligned and its size is a multiple of
+  //         16, and the copy can only use that if it is told. The last batch may be
+  //         partial: not one byte past the input's end, and no promise that does not hold.
   (void)producers; (void)buffer; (void)in; (void)b; (void)batch; (void)pipe;
 }
 
-/// This consumer thread's share of every batch. Producer warps come first in the block:
-/// threads 0 .. producer_threads - 1 produce, the rest consume.
+/// This consumer thread's share of every batch: compute_batch deals a batch's vectors out
+/// by {rank, count}. Producer warps come first in the block, then the consumer warps.
 /// threadIdx.x : (P | C) -> consumer rank in [0, C) for the last C threads.
 __device__ ConsumerShare consumer_share(unsigned producer_threads) {
-  // TODO 3: number the consumer threads from 0 and count them, so that together they
-  //         cover every vector of a batch. Lesson 06 used {threadIdx.x, blockDim.x}
-  //         because every thread computed; here the producer threads compute nothing.
+  // TODO 3: give the consumer threads the ranks 0, 1, 2, ... in block order and the
+  //         number of them, so that together they compute every vector of a batch exactly
+  //         once. The producer threads never ask: they compute nothing. One line.
   (void)producer_threads;
   return {threadIdx.x, blockDim.x};
 }

@@ -367,17 +367,18 @@ def hint_command(lesson: Lesson, todo: int) -> str:
 
 
 def todos_to_work_on(root: Path, lesson: Lesson) -> list[int]:
-    """The TODOs of the student's files that are still the starter's, and those the last
-    check's failures name, in number order."""
-    todos = set()
+    """The TODOs to work on, in order: those of the student's files still the starter's
+    (a fresh starter's, in either language) first, then those the last check's failures name."""
+    unfinished = set()
     for solution, mine in starter_pairs(root, lesson):
         current = starter.read_or_none(mine)
         fresh = starter.expected_starter(root, solution)
-        todos.update(exercise.unfinished_todos(fresh, current if current is not None else ""))
+        unfinished.update(exercise.unfinished_todos(fresh, current if current is not None else ""))
+    failing = set()
     summary = read_junit(results_file(root, lesson))
     if summary is not None:
-        todos.update(t for found in summary.todos_of_failed.values() for t in found)
-    return sorted(todos)
+        failing.update(t for found in summary.todos_of_failed.values() for t in found)
+    return sorted(unfinished) + sorted(failing - unfinished)
 
 
 def show_hint(text: str, is_code: bool) -> None:

@@ -241,6 +241,32 @@ TEST(PipelineSingleStagePtx, ThreadScopePipelineIsPerThreadCpAsyncGroups) {
   }
 }
 
+// The bug hunt of TODO 3: the thread-scope wait (cp.async.wait_group) covers only the calling
+// thread's copies, and compute_batch reads partners that other threads copied, so a block
+// barrier must come between the last wait and the first read of the staged batch. In this
+// workload a partner is always copied by a thread of the same warp (vector v's partners are
+// vector v ^ 7, element i's are element i ^ 31), so even with warps held back the values
+// rarely show the missing barrier; this test and racecheck do.
+TEST(PipelineSingleStagePtx, ThreadScopeComputeSeesEveryThreadsCopies) {
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  for (const std::string& target : course::testing::ptx_targets()) {
+    const auto k =
+        course::inspect::kernel(course::inspect::module_for(modules, target), kThreadKernel);
+    SCOPED_TRACE(target);
+    const std::size_t last_wait = k.body.rfind("cp.async.wait_group");
+    const std::size_t first_read = k.body.find("ld.shared");
+    ASSERT_NE(last_wait, std::string::npos)
+        << "no wait for this thread's copies" << concerns_todos({2, 3});
+    ASSERT_NE(first_read, std::string::npos) << "the compute step reads no shared memory";
+    ASSERT_LT(last_wait, first_read) << "the waits are laid out after the reads: check by hand";
+    EXPECT_GE(block_barriers(k.body.substr(last_wait, first_read - last_wait)), 1)
+        << "between the wait for this thread's copies and the first read of the staged batch "
+           "(no block barrier there), nothing makes a thread wait for the other threads' "
+           "copies: it may read a partner element before that has arrived"
+        << concerns_todo(3);
+  }
+}
+
 TEST(PipelineSingleStagePtx, BlockScopePipelineCompletesThroughMbarriers) {
   const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
   for (const std::string& target : course::testing::ptx_targets()) {
@@ -369,7 +395,11 @@ TEST_P(GpuPipelineSingleStageBatches, BlocksWithUnevenOrNoBatches) {
 // sync that covers only its own warp mostly passes on values alone. With a HoldBack every
 // warp but one (a different one per block) copies late and reads late, so the warp that
 // runs ahead reads what the buffer held before wherever another warp copied, or overwrites
-// what the others have yet to read.
+// what the others have yet to read. In the thread-scope kernel every partner is copied by a
+// thread of the reader's own warp, so a missing barrier after the wait (TODO 3) does not
+// show here (measured on an H100: the values pass, racecheck warns of the hazard, and
+// ThreadScopeComputeSeesEveryThreadsCopies fails); a missing barrier before the next copy
+// (TODO 4) does, where a partial last batch follows a full one and its copies cross warps.
 TEST_P(GpuPipelineSingleStageBatches, EveryWaitAndSyncCoversEveryWarp) {
   const Scope scope = GetParam();
   for (LaunchShape shape : {LaunchShape{16, 256}, LaunchShape{6, 96}}) {

@@ -3,40 +3,30 @@
 //
 // Lesson 05: a single-stage cuda::pipeline, at thread scope and at block scope.
 //
-// What this file adds over lessons 01-03: the copy of each batch goes through a
-// `cuda::pipeline`, the object lesson 06 uses to keep several batches in flight. Its
-// protocol has five calls, in this order, for every batch:
+// Both kernels stage each batch in one shared buffer, as lessons 01 and 03 did, but now the
+// copies and the waits for them go through a `cuda::pipeline`: the object lesson 06 uses to
+// keep several batches in flight. Here it has ONE stage, that is one buffer. A batch can be
+// copied in only once every thread is done with the batch before it, so inside a block copy
+// and compute alternate and never overlap; only the other blocks on the SM hide the waits.
+// The lesson measures what the pipeline's bookkeeping costs when nothing overlaps.
 //
-//   producer_acquire()            wait until the stage's buffer may be overwritten
-//   cuda::memcpy_async(..., pipe) start copies, bound to the acquired stage
-//   producer_commit()             close the stage: "these are all my copies for it"
-//   consumer_wait()               wait until the stage's copies have landed
-//   ... compute from the buffer ...
-//   consumer_release()            "I no longer read the stage's buffer"
+// The two kernels run the same protocol, with pipelines of a different scope, and the scope
+// decides whom each step of the protocol counts:
 //
-// With ONE stage (one buffer) the next batch can only be acquired after this batch was
-// released, that is after its compute: copy and compute alternate and never overlap.
-// The lesson is about what the two scopes do with the same five calls:
+// 1. thread_scope_kernel: every thread owns a pipeline of its own, in registers. It counts
+//    that thread's copies and nobody else's. But a batch is a block's work: the compute step
+//    reads elements that other threads copied, and the next batch overwrites elements that
+//    other threads may still be reading. What the pipeline does not cover, the kernel must.
+// 2. block_scope_kernel: one pipeline shared by the whole block, its state in shared memory.
+//    Each of its steps counts every thread of the block, so it covers what the thread-scope
+//    kernel has to add, and in return every thread must take part in every step.
 //
-// 1. thread_scope_kernel: `cuda::make_pipeline()` makes a pipeline that belongs to one
-//    thread. No shared state, nothing to initialise: producer_acquire and consumer_release
-//    compile to nothing, producer_commit to `cp.async.commit_group`, consumer_wait to
-//    `cp.async.wait_group N` over THIS thread's copies. The compute reads elements that
-//    other threads copied, so the block needs __syncthreads() after the wait (and again
-//    before the next batch overwrites the buffer): two block barriers per batch, as in
-//    lesson 01, but the data no longer passes through registers.
-// 2. block_scope_kernel: `cuda::make_pipeline(block, &state)` over a
-//    `cuda::pipeline_shared_state<cuda::thread_scope_block, 1>` in shared memory (24 bytes:
-//    a "produced" and a "consumed" mbarrier and a reference count). Every thread's
-//    producer_commit arrives on "produced", and its copies arrive there too when they land
-//    (`cp.async.mbarrier.arrive`); consumer_wait waits for that phase, so it covers every
-//    thread's copies. Every thread's consumer_release arrives on "consumed", and the next
-//    producer_acquire waits for that phase. The pipeline does both block barriers' jobs.
+// The README's concept section ("The protocol: five calls per batch") teaches the calls and
+// what each one does at each scope; read it before the TODOs.
 //
 // Shapes, for 256 threads (the driver's default; course/batches.cuh cuts the batches and
 // computes a staged one):
 //   batch  = 256 threads x 4 vectors x 4 uint32 = 4096 elements = 16 KB of shared memory
-//   thread t copies vectors v * 256 + t (v = 0..3): a warp's copies are 512 contiguous bytes
 #include "pipeline_single_stage.cuh"
 
 #include <cooperative_groups.h>
@@ -64,19 +54,23 @@ using BlockPipeline = cuda::pipeline<cuda::thread_scope_block>;
 
 // ---- 1. A pipeline per thread (TODO 1-4) -------------------------------------------------
 
-/// Starts this thread's copies of batch `b` into `staged`, bound to this thread's pipeline,
-/// with the non-group overload `cuda::memcpy_async(dst, src, bytes, pipe)`: every call is
-/// one copy by the calling thread alone. Typed `uint4`, the copy is 16-byte aligned by its
-/// type (alignof(uint4) == 16), so each call is one 16-byte `cp.async`.
+/// Starts the calling thread's share of the asynchronous copies of batch `b` (the `b.count`
+/// input elements that `b` describes) into `staged`, each copy bound to this thread's
+/// pipeline `pipe`. Every thread of the block calls it; the batch is complete in `staged`
+/// once every thread's share has arrived. Returns without waiting for anything.
 __device__ void copy_my_share(ThreadPipeline& pipe, std::uint32_t* staged, const std::uint32_t* in,
                               Batch b, std::size_t batch) {
-  // TODO 1: start this thread's copies of the batch with the NON-group overload,
-  //         cuda::memcpy_async(dst, src, bytes, pipe).
-  //         A full batch (b.count == batch): kVectorsPerThread uint4 vectors, vector v of
-  //         thread t being vector v * blockDim.x + t (the layout compute_batch reads, and a
-  //         warp's copies are contiguous), sizeof(uint4) bytes each.
-  //         The partial last batch: element by element, elements threadIdx.x,
-  //         threadIdx.x + blockDim.x, ... below b.count, sizeof(std::uint32_t) bytes each.
+  // TODO 1: start this thread's share of the batch's copies, every copy bound to `pipe` and
+  //         made by this thread alone. Once every thread's share has arrived, `staged`
+  //         holds the batch's b.count input elements in order (its first element at the
+  //         start of `staged`), and nothing else of `staged` was written. The data goes from
+  //         global to shared memory without passing through registers.
+  //         A full batch (b.count == batch): this thread copies kVectorsPerThread 16-byte
+  //         vectors, one copy each, and each copy must be a single 16-byte transfer (the
+  //         compiler has to know that both ends are 16-byte aligned); the threads' shares
+  //         cover the batch exactly once, and the 32 threads of a warp copy 32 neighbouring
+  //         vectors. The partial last batch: one 4-byte element per copy, the block's threads
+  //         sharing its b.count elements; no copy reads past them.
   (void)pipe; (void)staged; (void)in; (void)b; (void)batch;
 }
 
@@ -87,53 +81,64 @@ __global__ void __launch_bounds__(kMaxThreads)
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
 
-  // This thread's own pipeline: a counter of its cp.async groups (2 bytes), no shared
-  // state, no initialisation, no block-wide sync.
+  // This thread's own pipeline (2 bytes, in registers): no shared state, nothing to
+  // initialise, and it knows nothing of the other threads.
   ThreadPipeline pipe = cuda::make_pipeline();
 
   const std::size_t batch = batch_elements(blockDim.x);
   // Tests only (hold_ns > 0, else nothing): course::batches::hold_back.
   course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);
   // Block b owns batches b, b + grid, ... (any grid size works). The count depends only on
-  // the block: every thread runs the same iterations and reaches the same __syncthreads().
+  // the block: every thread runs the same iterations, so whatever in the loop waits for the
+  // whole block is reached by every thread.
   const std::size_t mine =
       batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
     course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
 
-    // TODO 2: the producer side: acquire the stage before copy_my_share() starts this
-    //         thread's copies, and commit them after it. At thread scope producer_acquire()
-    //         has nothing to wait for (it compiles to nothing) but it keeps the protocol's
-    //         shape; producer_commit() closes this thread's copies as one cp.async group.
+    // TODO 2: the producer side of the stage. Before copy_my_share() starts this thread's
+    //         copies of batch b, the stage is claimed for them; after it, they are closed off
+    //         as this stage's copies, so that a later wait covers exactly them. Every thread
+    //         takes both steps in every iteration (here they wait for nobody else).
     copy_my_share(pipe, staged, in, b, batch);
 
-    // TODO 3: the consumer side: wait for this thread's copies (consumer_wait()). That
-    //         covers THIS thread's copies only, and compute_batch reads each element's
-    //         partner, which another thread copied: then make every thread's copies
-    //         visible to the whole block with __syncthreads().
+    // TODO 3 (bug hunt): this region is written and holds one bug. `./course check` fails
+    //         in the PTX tests of this kernel (ThreadScopeComputeSeesEveryThreadsCopies
+    //         among them), and racecheck (the README's "How to check") reports a shared-memory
+    //         hazard between a copy into `staged` and compute_batch's read of it: a thread
+    //         reads an element that another thread copied. The value tests may well pass: in
+    //         this workload that other thread is in the reader's own warp. Contract of the
+    //         fix: when the region is done, the copies of EVERY thread of the block, not only
+    //         this thread's, have arrived and are visible to every thread. At most one line
+    //         changes or is added.
+    pipe.consumer_wait();
 
     course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch(staged, out, b, batch, n);
 
-    // TODO 4: release the stage (consumer_release(), again nothing at thread scope), and
-    //         keep the next iteration's copies from overwriting `staged` while a slower
-    //         thread still reads its partner's element: __syncthreads().
+    // TODO 4: this thread has finished reading the stage: give it back to the pipeline.
+    //         When the region is done, no thread of the block still reads `staged`, so the
+    //         next iteration's copies may overwrite it (a slower thread may still be reading
+    //         an element that this thread will copy next).
   }
 }
 
 // ---- 2. A pipeline shared by the block (TODO 5-8) ----------------------------------------
 
-/// Starts the block's copy of batch `b` into `staged`, bound to the block's pipeline, with
-/// the group overload `cuda::memcpy_async(group, dst, src, size, pipe)`: every thread of the
-/// group calls it with the same arguments and the group shares the work.
+/// Starts the block's asynchronous copy of batch `b` (the `b.count` input elements that `b`
+/// describes) into `staged`, bound to the block's pipeline `pipe`. Every thread of
+/// `block` calls it with the same arguments, and together they copy the batch once.
+/// Returns without waiting for anything.
 template <class Group>
 __device__ void copy_batch(const Group& block, BlockPipeline& pipe, std::uint32_t* staged,
                            const std::uint32_t* in, Batch b, std::size_t batch) {
-  // TODO 5: copy the batch with the group overload. A full batch is 16 KB from a 16-byte
-  //         aligned address: promise it with cuda::aligned_size_t<16>(bytes), which selects
-  //         16-byte cp.async. The partial last batch may not be a multiple of 16 bytes:
-  //         give its exact byte count (b.count * sizeof(std::uint32_t)): 4-byte cp.async.
+  // TODO 5: start the block's copy of the batch, bound to `pipe`: one copy that the whole
+  //         block makes together (not one per thread, not a loop), after which `staged`
+  //         holds the batch's b.count input elements in order. A full batch is 16 KB
+  //         between 16-byte aligned addresses: tell the copy so, so that it moves 16 bytes
+  //         per transfer. The partial last batch need not be a multiple of 16 bytes: its copy
+  //         moves exactly its b.count elements and reads nothing past them.
   (void)block; (void)pipe; (void)staged; (void)in; (void)b; (void)batch;
 }
 
@@ -143,39 +148,43 @@ __global__ void __launch_bounds__(kMaxThreads)
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
 
-  // One stage of shared state: a "produced" and a "consumed" mbarrier and a reference
-  // count (24 bytes). Every thread must call make_pipeline(): thread 0 initialises both
-  // barriers to expect block.size() arrivals, then the block syncs. Every thread is both a
-  // producer and a consumer (a "unified" pipeline).
+  // One stage of shared state: two mbarriers and a reference count (24 bytes). Every
+  // thread must call make_pipeline(): thread 0 initialises the state to expect
+  // block.size() threads, then the block syncs. Every thread is both a producer and a
+  // consumer (a "unified" pipeline).
   const cg::thread_block block = cg::this_thread_block();
   __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, kStages> state;
   BlockPipeline pipe = cuda::make_pipeline(block, &state);
 
   const std::size_t batch = batch_elements(blockDim.x);
   course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);  // tests only
-  // As above: the loop depends only on the block, so every thread acquires, commits, waits
-  // and releases the same number of times. The stage barriers count threads: one thread
-  // short, and everybody waits for ever.
+  // As above: the loop depends only on the block, so every thread runs every iteration.
+  // The stage's barriers count threads: one thread that skips a step of the protocol, and
+  // everybody waits for ever.
   const std::size_t mine =
       batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
     course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
 
-    // TODO 6: the producer side: producer_acquire() before copy_batch() (with one stage it
-    //         waits until EVERY thread released the previous batch), producer_commit()
-    //         after it. Do TODOs 6, 7 and 8 together: an acquire with no release before it
-    //         waits for ever once a block has a second batch.
+    // TODO 6: the producer side of the stage, at block scope. Before copy_batch() starts
+    //         the block's copy of batch b, the stage is claimed (with one stage, that returns
+    //         only once every thread has given the previous batch back); after it, this
+    //         thread's part of the copy is closed off as this stage's. Do TODOs 6, 7 and 8
+    //         together: a claim with no give-back before it waits for ever once a block has a
+    //         second batch.
     copy_batch(block, pipe, staged, in, b, batch);
 
-    // TODO 7: the consumer side: consumer_wait() until every thread's copies of the stage
-    //         have landed. No __syncthreads(): the stage barrier counted every thread.
+    // TODO 7: the consumer side: when the region is done, the copies of every thread of
+    //         the block into this stage have arrived and are visible to this thread. One
+    //         line, and no block-wide barrier: the stage's shared state counts every thread.
 
     course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
     compute_batch(staged, out, b, batch, n);
 
-    // TODO 8: this thread no longer reads `staged`: consumer_release(). The next
-    //         producer_acquire() returns once every thread has released it.
+    // TODO 8: this thread no longer reads `staged`: when the region is done it has given
+    //         the stage back, and the next claim of the stage (TODO 6) returns once every
+    //         thread of the block has. One line, and no block-wide barrier.
   }
   // The pipeline's destructor quits it; the last thread to quit invalidates the mbarriers.
 }

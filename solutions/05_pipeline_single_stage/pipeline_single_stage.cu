@@ -92,6 +92,7 @@ __device__ void copy_my_share(ThreadPipeline& pipe, std::uint32_t* staged, const
 __global__ void __launch_bounds__(kMaxThreads)
     thread_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
                         std::size_t n, unsigned hold_ns) {
+  const course::batches::TestHooks hooks{hold_ns};  // nothing outside the tests
   // uint4: the buffer is 16-byte aligned for the 16-byte copies and vector reads.
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
@@ -101,8 +102,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   ThreadPipeline pipe = cuda::make_pipeline();
 
   const std::size_t batch = batch_elements(blockDim.x);
-  // Tests only (hold_ns > 0, else nothing): course::batches::hold_back.
-  course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);
+  hooks.poison(staged, batch * sizeof(std::uint32_t));
   // Block b owns batches b, b + grid, ... (any grid size works). The count depends only on
   // the block: every thread runs the same iterations, so whatever in the loop waits for the
   // whole block is reached by every thread.
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+    hooks.before_copy();
 
     // TODO 2: the producer side of the stage. Before copy_my_share() starts this thread's
     //         copies of batch b, the stage is claimed for them; after it, they are closed off
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     // STARTER: pipe.consumer_wait();
     // END SOLUTION
 
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
+    hooks.before_read();
     compute_batch(staged, out, b, batch, n);
 
     // TODO 4: this thread has finished reading the stage: give it back to the pipeline.
@@ -182,6 +182,7 @@ __device__ void copy_batch(const Group& block, BlockPipeline& pipe, std::uint32_
 __global__ void __launch_bounds__(kMaxThreads)
     block_scope_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
                        std::size_t n, unsigned hold_ns) {
+  const course::batches::TestHooks hooks{hold_ns};  // nothing outside the tests
   extern __shared__ uint4 shared_storage[];
   std::uint32_t* staged = reinterpret_cast<std::uint32_t*>(shared_storage);  // (batch) uint32
 
@@ -194,7 +195,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   BlockPipeline pipe = cuda::make_pipeline(block, &state);
 
   const std::size_t batch = batch_elements(blockDim.x);
-  course::batches::poison_shared(staged, batch * sizeof(std::uint32_t), hold_ns);  // tests only
+  hooks.poison(staged, batch * sizeof(std::uint32_t));
   // As above: the loop depends only on the block, so every thread runs every iteration.
   // The stage's barriers count threads: one thread that skips a step of the protocol, and
   // everybody waits for ever.
@@ -202,7 +203,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       batches_of_block(course::batches::batch_count(n, batch), blockIdx.x, gridDim.x);
   for (std::size_t k = 0; k < mine; ++k) {
     const Batch b = batch_of_block(k, batch, n);
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one copies late
+    hooks.before_copy();
 
     // TODO 6: the producer side of the stage, at block scope. Before copy_batch() starts
     //         the block's copy of batch b, the stage is claimed (with one stage, that returns
@@ -224,7 +225,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     pipe.consumer_wait();
     // END SOLUTION
 
-    course::batches::hold_back(hold_ns);  // tests only: every warp but one reads late
+    hooks.before_read();
     compute_batch(staged, out, b, batch, n);
 
     // TODO 8: this thread no longer reads `staged`: when the region is done it has given

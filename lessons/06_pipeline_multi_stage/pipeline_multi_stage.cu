@@ -27,7 +27,8 @@
 //    nothing about buffers or other threads: each thread only counts its own groups of
 //    copies, and proving both rules for the block is up to you. The last, partial batch is
 //    zero-filled chunk by chunk.
-// 3. one_stage_too_many_kernel<Stages>: DELIBERATELY BROKEN, kept to be caught by racecheck.
+// (given/pipeline_multi_stage_launch.cu runs your primitives schedule one batch too far
+// ahead, DELIBERATELY BROKEN, for racecheck to catch.)
 #include "pipeline_multi_stage.cuh"
 
 #include <cooperative_groups.h>
@@ -137,7 +138,7 @@ __device__ void start_batch(uint4* buffer, const std::uint32_t* in, std::size_t 
 }
 
 /// The primitives schedule, keeping `Ahead` batches in flight in `Stages` buffers.
-/// The correct kernel uses Ahead = Stages - 1; the broken one Ahead = Stages.
+/// The correct kernel uses Ahead = Stages - 1; the broken one (given) Ahead = Stages.
 template <int Stages, int Ahead>
 __device__ void primitives_schedule(const std::uint32_t* __restrict__ in,
                                     std::uint32_t* __restrict__ out, std::size_t n,
@@ -182,23 +183,6 @@ __global__ void primitives_kernel(const std::uint32_t* __restrict__ in,
                                   std::uint32_t* __restrict__ out, std::size_t n,
                                   int vectors_per_thread, unsigned hold_ns) {
   primitives_schedule<Stages, batches_ahead(Stages)>(in, out, n, vectors_per_thread, hold_ns);
-}
-
-// ---- 3. DELIBERATELY BROKEN: one stage too many -------------------------------------------
-
-/// Prefetches Stages batches with Stages buffers: a batch Stages ahead in a ring of Stages
-/// buffers lands in the very buffer the block is about to compute from, so a copy
-/// overwrites data that other threads are still reading. Nothing stops it: the
-/// primitives do not know about buffers (a cuda::pipeline would have blocked instead, until
-/// the buffer was released). The values are right whenever no block owns more batches
-/// than there are stages (the extra copy is never issued), and often right even when it
-/// is (the copy may arrive after the reads): a value check cannot be trusted to catch this.
-/// compute-sanitizer --tool racecheck reports it. Never run by default.
-template <int Stages>
-__global__ void one_stage_too_many_kernel(const std::uint32_t* __restrict__ in,
-                                          std::uint32_t* __restrict__ out, std::size_t n,
-                                          int vectors_per_thread, unsigned hold_ns) {
-  primitives_schedule<Stages, Stages>(in, out, n, vectors_per_thread, hold_ns);
 }
 
 }  // namespace

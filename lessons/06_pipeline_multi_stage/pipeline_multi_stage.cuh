@@ -177,11 +177,13 @@ template <int Stages>
 __global__ void primitives_kernel(const std::uint32_t* __restrict__ in,
                                   std::uint32_t* __restrict__ out, std::size_t n,
                                   int vectors_per_thread, unsigned hold_ns);
-/// DELIBERATELY BROKEN: one batch ahead too many (compute-sanitizer's racecheck catches it).
-template <int Stages>
-__global__ void one_stage_too_many_kernel(const std::uint32_t* __restrict__ in,
-                                          std::uint32_t* __restrict__ out, std::size_t n,
-                                          int vectors_per_thread, unsigned hold_ns);
+/// The primitives schedule of primitives_kernel, keeping `Ahead` batches in flight in
+/// `Stages` buffers (Ahead = Stages - 1); the launch file's deliberately broken kernel runs it
+/// with Ahead = Stages.
+template <int Stages, int Ahead>
+__device__ void primitives_schedule(const std::uint32_t* __restrict__ in,
+                                    std::uint32_t* __restrict__ out, std::size_t n,
+                                    int vectors_per_thread, unsigned hold_ns);
 
 }  // namespace
 

@@ -18,6 +18,23 @@ namespace {
 
 using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, std::size_t, int, unsigned);
 
+// ---- DELIBERATELY BROKEN: one stage too many -------------------------------------------------
+
+/// Prefetches Stages batches with Stages buffers: a batch Stages ahead in a ring of Stages
+/// buffers lands in the very buffer the block is about to compute from, so a copy
+/// overwrites data that other threads are still reading. Nothing stops it: the
+/// primitives do not know about buffers (a cuda::pipeline would have blocked instead, until
+/// the buffer was released). The values are right whenever no block owns more batches
+/// than there are stages (the extra copy is never issued), and often right even when it
+/// is (the copy may arrive after the reads): a value check cannot be trusted to catch this.
+/// compute-sanitizer --tool racecheck reports it. Never run by default.
+template <int Stages>
+__global__ void one_stage_too_many_kernel(const std::uint32_t* __restrict__ in,
+                                          std::uint32_t* __restrict__ out, std::size_t n,
+                                          int vectors_per_thread, unsigned hold_ns) {
+  primitives_schedule<Stages, Stages>(in, out, n, vectors_per_thread, hold_ns);
+}
+
 constexpr const char* kWhere = "pipeline_multi_stage::copy_and_compute";
 
 /// The kernel instantiation for a config: the stage count is a template parameter (the
@@ -63,7 +80,7 @@ course::Launch prepare_copy_and_compute(cuda::std::span<const std::uint32_t> in,
   require_valid_config(config, shape.threads_per_block);
   course::require_16_byte_aligned(
       kWhere, in.data(), out.data(),
-      "16-byte copies (aligned_size_t<16>, __pipeline_memcpy_async(..., 16))");
+      "16-byte copies");
   if (in.empty()) return [](cudaStream_t) {};
 
   const Kernel kernel = kernel_for(config);

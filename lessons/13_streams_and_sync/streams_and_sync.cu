@@ -4,22 +4,16 @@
 // Lesson 13: streams and synchronisation.
 //
 // Every operation a CUDA program enqueues goes into a stream, and a stream runs its work
-// in order. What differs between kinds of stream is how they wait for *each other*:
+// in order. What differs between kinds of stream is how they wait for *each other*: some
+// kinds are serialised with others by the programming model itself, without being asked,
+// and one kind never waits for anything it was not told to wait for. Which pairs are
+// serialised is a rule of the model, not a property of your GPU: the driver measures the
+// pairs on the GPU's own clock and checks the measurements against your rule.
 //
-//   the legacy default stream   waits for every blocking stream, and every blocking
-//   (cudaStreamLegacy, "0")     stream waits for it: one legacy operation between two
-//                               streams' work serialises them;
-//   the per-thread default      an ordinary stream of this host thread, except that it
-//   stream (cudaStreamPerThread) still synchronises with the legacy stream;
-//   a blocking stream           created by cudaStreamCreate: ordinary with respect to
-//                               other created streams, but synchronises with legacy;
-//   a non-blocking stream       cudaStreamCreateWithFlags(cudaStreamNonBlocking): never
-//                               waits implicitly for anything.
-//
-// The host waits for the GPU with the synchronisation calls (cudaDeviceSynchronize,
-// cudaStreamSynchronize, cudaEventSynchronize) or asks without blocking (cudaStreamQuery,
-// cudaEventQuery); one stream waits for another on the GPU, without the host, with an event
-// and cudaStreamWaitEvent. This file holds those pieces and the overlap arithmetic.
+// Waiting comes in three strengths: the host stops until work is done, the host only asks
+// whether it is done, or one stream waits for another on the GPU while the host goes on.
+// The functions below are small wrappers of the right strength, used by the driver and
+// the tests, and the arithmetic that turns two measured times into an overlap.
 #include "streams_and_sync.cuh"
 
 #include <algorithm>
@@ -44,23 +38,23 @@ namespace {
 // ---- Kinds of stream ------------------------------------------------------------------
 
 cudaStream_t make_stream(StreamKind kind) {
-  // TODO 1: return a stream of `kind`. The two default streams already exist: name them
-  //         with their special handles (they mean the same whatever --default-stream this
-  //         file was compiled with, unlike 0). The other two kinds are created here, each
-  //         call a new stream: a blocking one, and one that never waits implicitly.
+  // TODO 1: return a stream of `kind`. For the two default kinds, the stream that already
+  //         exists, named so that it means that stream whatever --default-stream this file
+  //         was compiled with (so never by the number 0). For the two other kinds, a new
+  //         stream at every call: one that serialises with the legacy stream, and one that
+  //         never waits for it. A failed CUDA call throws (checked like the other calls in
+  //         this file); a value outside the four kinds throws too.
   (void)kind;
   return cudaStreamLegacy;  // for now every kind is the legacy default stream
 }
 
 bool implicitly_serialised(StreamKind first, StreamKind second) {
-  // TODO 2: say which pairs the CUDA programming model serialises on its own.
-  //         - One stream runs its work in order, and two legacy (or two per-thread) kinds
-  //           are one and the same stream.
-  //         - The legacy stream waits for all work already in blocking streams, and
-  //           blocking streams wait for work already in the legacy stream. The per-thread
-  //           default stream is a blocking stream in this sense.
-  //         - Non-blocking streams never wait implicitly, and two different streams that
-  //           are not legacy do not wait for each other either.
+  // TODO 2: true exactly when the CUDA programming model alone (no event, no wait, one
+  //         host thread) guarantees that work enqueued in a stream of kind `first`, then
+  //         work enqueued in a stream of kind `second`, never run at the same time; false
+  //         when the GPU may run them concurrently. Two legacy or two per-thread kinds are
+  //         the same stream; two blocking or two non-blocking kinds are two streams
+  //         created separately. All 16 ordered pairs are tested.
   (void)first;
   (void)second;
   return false;
@@ -69,17 +63,19 @@ bool implicitly_serialised(StreamKind first, StreamKind second) {
 // ---- Waiting without blocking: the queries --------------------------------------------
 
 bool stream_is_idle(cudaStream_t stream) {
-  // TODO 3: ask whether `stream` has finished everything enqueued on it so far, without
-  //         blocking the host. "Not yet" is an answer, not an error: return false for it
-  //         (and call forget_not_ready()). Anything else but "done" is a real error:
-  //         check it with COURSE_CHECK.
+  // TODO 3: true when everything enqueued on `stream` so far has completed, false while
+  //         some of it is pending; the host never waits for any of it. "Pending" is an
+  //         answer, not a failure: it must not throw, and it must not stay behind as this
+  //         thread's last error (the helper at the top of this file exists for that). Any
+  //         other failure throws, like every checked call in this file.
   (void)stream;
   return true;
 }
 
 bool event_has_completed(cudaEvent_t event) {
-  // TODO 4: the same for an event: done once the work the event was recorded after has
-  //         completed (or if it was never recorded), not yet while that work is pending.
+  // TODO 4: the same contract for `event`: true once the work it was last recorded after
+  //         has completed, and for an event never recorded; false while that work is
+  //         pending. Never blocks; the same error rules as TODO 3.
   (void)event;
   return true;
 }
@@ -94,10 +90,11 @@ void copy_after_producer(cuda::std::span<const std::uint32_t> src,
       "src has " + std::to_string(src.size()) + " elements, dst " + std::to_string(dst.size()));
   if (src.empty()) return;
 
-  // TODO 5: make `consumer` wait for everything the caller enqueued on `producer` before
-  //         this call, on the GPU, without blocking the host: this function must return
-  //         while the producer still runs. Use the event `produced`. Work enqueued on
-  //         `consumer` after that starts only once the producer's work has completed.
+  // TODO 5: afterwards, work enqueued on `consumer` from here on (the copy below) starts
+  //         only once everything the caller enqueued on `producer` before this call has
+  //         completed. The host must not wait: this function returns while the producer
+  //         still runs, and no stream but `consumer` is held back. `produced` is yours for
+  //         this (the caller created it; an earlier use may have finished). At most 2 lines.
   (void)producer;
   (void)produced;
 
@@ -111,10 +108,11 @@ double overlap_ratio(double t1_ms, double t2_ms, double pair_ms) {
   course::require(
       t1_ms > 0 && t2_ms > 0, "overlap_ratio",
       "t1 and t2 must be positive, got " + std::to_string(t1_ms) + " and " + std::to_string(t2_ms));
-  // TODO 6: the overlap ratio. Run one after the other, the pair takes t1 + t2; fully
-  //         overlapped, it takes max(t1, t2). Return the time both ran at once as a
-  //         fraction of the shorter operation's time: 1 means "the shorter one ran entirely
-  //         alongside the other", 0 "one after the other", below 0 "with a gap between".
+  // TODO 6: the overlap ratio of two operations whose own times are `t1_ms` and `t2_ms`,
+  //         and which together took `pair_ms` from the first start to the last end: the
+  //         time both ran at once, as a fraction of the shorter operation's time. 1: the
+  //         shorter one ran entirely alongside the other; 0: one right after the other;
+  //         below 0: with a gap between them. One expression.
   (void)pair_ms;
   return 0.0;
 }

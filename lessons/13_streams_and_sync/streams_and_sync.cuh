@@ -28,18 +28,18 @@ namespace streams_and_sync {
 
 /// The four kinds of stream a CUDA program can put work into.
 enum class StreamKind {
-  legacy_default,      ///< cudaStreamLegacy: the one legacy default ("NULL") stream
-  per_thread_default,  ///< cudaStreamPerThread: this host thread's default stream
-  blocking,            ///< cudaStreamCreate: a stream that waits for the legacy stream
-  non_blocking,        ///< cudaStreamCreateWithFlags(cudaStreamNonBlocking): one that does not
+  legacy_default,      ///< the one legacy default ("NULL") stream
+  per_thread_default,  ///< this host thread's default stream
+  blocking,            ///< a created stream that waits for the legacy stream
+  non_blocking,        ///< a created stream that does not
 };
 
 /// "legacy", "per-thread", "blocking" or "non-blocking".
 const char* stream_kind_name(StreamKind kind);
 
-/// A stream of `kind`: the handle cudaStreamLegacy or cudaStreamPerThread for the two
-/// default streams (nothing is created), a newly created stream for the other two kinds.
-/// Release it with destroy_stream().
+/// A stream of `kind`: for the two default kinds the stream that already exists (nothing
+/// is created), a newly created stream for the other two kinds. Release it with
+/// destroy_stream().
 cudaStream_t make_stream(StreamKind kind);
 
 /// Destroys a stream make_stream() created; does nothing for the two default streams.
@@ -71,13 +71,13 @@ bool implicitly_serialised(StreamKind first, StreamKind second);
 
 // ---- Waiting without blocking: the queries --------------------------------------------
 
-/// cudaStreamQuery: true when every operation enqueued on `stream` so far has completed,
-/// false while some are still pending (cudaErrorNotReady, which is not an error). Never
-/// blocks. Throws course::CudaError for a real error.
+/// True when every operation enqueued on `stream` so far has completed, false while some
+/// are still pending (which is not an error). Never blocks. Throws course::CudaError for a
+/// real error.
 bool stream_is_idle(cudaStream_t stream);
 
-/// cudaEventQuery: true when the work `event` was last recorded after has completed (also
-/// when the event was never recorded), false while it is pending. Never blocks.
+/// True when the work `event` was last recorded after has completed (also when the event
+/// was never recorded), false while it is pending. Never blocks.
 bool event_has_completed(cudaEvent_t event);
 
 // ---- The instruments: spin kernels and a delayed producer -----------------------------
@@ -136,10 +136,10 @@ void copy_after_producer(cuda::std::span<const std::uint32_t> src,
 
 // ---- Measuring overlap ----------------------------------------------------------------
 
-/// How much of the shorter of two operations ran at the same time as the other:
-/// (t1 + t2 - t_pair) / min(t1, t2), where t1 and t2 are the two operations' own times and
-/// t_pair the time from the first start to the last end. 1: the shorter one ran entirely
-/// alongside the other; 0: one ran after the other; below 0: with a gap between them.
+/// How much of the shorter of two operations ran at the same time as the other, as a
+/// fraction of its own time; t1 and t2 are the two operations' own times and t_pair the
+/// time from the first start to the last end. 1: the shorter one ran entirely alongside
+/// the other; 0: one ran after the other; below 0: with a gap between them.
 /// Throws std::invalid_argument when t1 or t2 is not positive.
 double overlap_ratio(double t1_ms, double t2_ms, double pair_ms);
 

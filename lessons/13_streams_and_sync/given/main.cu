@@ -6,7 +6,7 @@
 // against what the CUDA programming model guarantees (the student's implicitly_serialised).
 // Two more tables: the breaker matrix (breakers.cu: one operation between the launches of
 // two spin kernels) and the synchronisation calls (sync_calls.cu). The rate column of every
-// table is the overlap in percent, (t1 + t2 - t_pair) / min(t1, t2) x 100.
+// table is the overlap in percent (100 x overlap_ratio).
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -43,7 +43,7 @@ std::string spin_text(std::uint64_t spin_ns) {
 
 // Each function below is one row: one call (or a query and its wait) on real work.
 
-/// cudaStreamQuery never blocks; cudaStreamSynchronize waits for the stream's work.
+/// Asking a busy stream never blocks; waiting for the stream returns once its work is done.
 SyncRow stream_query_and_synchronize(PairBench& bench, cudaStream_t s1) {
   const std::uint64_t spin_ns = bench.spin_ns();
   const std::uint32_t t = bench.next_token();
@@ -107,7 +107,7 @@ SyncRow device_synchronize(PairBench& bench, cudaStream_t s1) {
           ms, verdict(idle && valid(bench, 0, a, spin_ns) && valid(bench, 1, b, spin_ns))};
 }
 
-/// cudaStreamWaitEvent orders a consumer after a producer in another stream, on the GPU.
+/// A consumer ordered after a producer in another stream, on the GPU (copy_after_producer).
 SyncRow wait_event_between_streams(PairBench& bench, cudaStream_t s1, cudaStream_t s2) {
   course::DeviceBuffer<std::uint32_t> produced(kProducerElements), consumed(kProducerElements);
   course::poison(produced.data(), produced.bytes(), cudaStreamLegacy);

@@ -26,15 +26,16 @@
 
 namespace pinned_memory {
 
-/// Where a host buffer comes from, and so what the DMA engines can do with it.
+/// Where a host buffer comes from, and so what the DMA engines can do with it (the
+/// README's table gives the call behind each kind).
 enum class HostMemory {
-  pageable,        ///< std::malloc: ordinary memory the OS may page out; copies are staged
-  pinned,          ///< cudaMallocHost: page-locked, the copy engines read and write it directly
-  host_alloc,      ///< cudaHostAlloc(..., cudaHostAllocDefault): the same as cudaMallocHost
-  portable,        ///< cudaHostAlloc(..., cudaHostAllocPortable): pinned for every context
-  mapped,          ///< cudaHostAlloc(..., cudaHostAllocMapped): kernels may read it in place
-  write_combined,  ///< cudaHostAlloc(..., cudaHostAllocWriteCombined): not cached by the CPU
-  registered,      ///< std::aligned_alloc + cudaHostRegister: existing memory, pinned afterwards
+  pageable,        ///< ordinary C library memory the OS may page out; copies are staged
+  pinned,          ///< page-locked: the copy engines read and write it directly
+  host_alloc,      ///< the flag-taking pinned allocator, default flag: the same as `pinned`
+  portable,        ///< the same allocator, portable flag: pinned for every context
+  mapped,          ///< the same allocator, mapped flag: kernels may read it in place
+  write_combined,  ///< the same allocator, write-combining flag: not cached by the CPU
+  registered,      ///< C library memory of whole pages, page-locked afterwards
 };
 
 /// Every kind, in the order the tables print them.
@@ -46,14 +47,14 @@ inline constexpr std::array<HostMemory, 7> kAllHostMemory = {
 /// "portable", "mapped", "write-combined", "registered".
 const char* name(HostMemory kind);
 
-/// The call that allocates `kind`, e.g. "cudaHostAlloc(Portable)".
+/// The call that allocates `kind`, as the tables print it.
 const char* api(HostMemory kind);
 
-/// The cudaHostAlloc flags of the four cudaHostAlloc kinds (host_alloc, portable, mapped,
-/// write_combined). Throws std::invalid_argument for the kinds cudaHostAlloc does not make.
+/// The allocation flags of the four kinds one flag-taking allocator makes (host_alloc,
+/// portable, mapped, write_combined). Throws std::invalid_argument for the other kinds.
 unsigned host_alloc_flags(HostMemory kind);
 
-/// The page size cudaHostRegister works in: registered buffers start on a page and
+/// The page size the OS locks memory in: registered buffers start on a page and
 /// cover whole pages, so two buffers never share (and never both try to pin) one page.
 inline constexpr std::size_t kPageBytes = 4096;
 static_assert(kPageBytes % 16 == 0 && (kPageBytes & (kPageBytes - 1)) == 0,
@@ -65,8 +66,8 @@ inline constexpr std::size_t whole_pages(std::size_t bytes) {
   return (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
 }
 
-/// An owning host buffer of one HostMemory kind, released the way it was allocated
-/// (std::free, cudaFreeHost, or cudaHostUnregister then std::free). Move-only.
+/// An owning host buffer of one HostMemory kind, released the way it was allocated.
+/// Move-only.
 class HostBuffer {
  public:
   HostBuffer() = default;
@@ -138,10 +139,10 @@ double sync_copy_us_per_call(void* dst, const void* src, std::size_t bytes, cuda
                              int count);
 
 /// Fits the model to measured per-copy times: `us[i]` microseconds for a copy of
-/// `bytes[i]` bytes, by least squares (course::fit_line). Throws std::invalid_argument
-/// for data that defines no line (fewer than 2 points, every size the same, ...), and
-/// std::domain_error when the fitted slope is not positive (the times do not grow with
-/// the size: something other than moving bytes dominates them).
+/// `bytes[i]` bytes, by least squares. Throws std::invalid_argument for data that defines
+/// no line (fewer than 2 points, every size the same, ...), and std::domain_error when the
+/// fitted slope is not positive (the times do not grow with the size: something other than
+/// moving bytes dominates them).
 OverheadModel fit_overhead(const std::vector<double>& bytes, const std::vector<double>& us);
 
 /// The model's time for one copy of `bytes` bytes, in microseconds.

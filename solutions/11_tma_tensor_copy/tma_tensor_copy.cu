@@ -3,23 +3,24 @@
 // Lesson 11: 2-D tiles through the tensor memory accelerator (TMA), sm_90 only.
 //
 // What this file adds over lesson 10's bulk copies: the copy engine now understands a
-// matrix. One thread hands it a tensor map (shape, strides, box, swizzle, fill; built on the
-// host) and the coordinates of a tile; the TMA fetches the whole box, fills what lies outside
-// the matrix, lays it out in shared memory (swizzled or not) and signals the bytes on an
-// mbarrier. Shapes (fp32):
+// matrix. A tensor map built on the host (shape, strides, box, swizzle, fill) describes it;
+// one thread names a tile by its coordinates and the TMA walks the rows itself, fills what
+// lies outside the matrix, lays the box out in shared memory (swizzled or not) and pays its
+// bytes to an mbarrier. Three workloads put that to work (fp32):
 //
 //   tile copy   box 64 x 64 = 16 KB, 1 to 8 stages, one warp per block: load, store, repeat
-//   transpose   tile 64 rows x 32 columns = 8 KB, read column-wise from shared memory
+//   transpose   tile 64 rows x 32 columns = 8 KB, read column-wise from shared memory: the
+//               swizzle spreads a column over the banks, and you must follow it when reading
 //               none/128B: 1 box of 32 columns; 64B: 2 boxes of 16; 32B: 4 boxes of 8
 //   broadcast   tile 64 x 32, every block of a cluster (2 or 4) needs it: with multicast,
-//               block j loads rows [j * 64 / C, (j + 1) * 64 / C) into every block's copy
+//               each block fetches only its share and the copy engine delivers it to all
 //
 // Built for sm_80 the kernels are empty (the launchers refuse a device below 9.0).
 #include <cooperative_groups.h>
 #include <cuda/ptx>
 
 #include "tma_tensor_copy.cuh"
-#include "given/tma_tensor_copy_device.cuh"  // read-only: wait_phase, multicast_load_box, ...
+#include "given/tma_tensor_copy_device.cuh"  // read-only: the bounded wait, device helpers
 
 namespace tma_tensor_copy {
 
@@ -31,9 +32,10 @@ namespace {
 #if __CUDA_ARCH__ >= 900
 /// One thread: this phase of `bar` (initialised with one arrival) waits for `bytes`.
 __device__ inline void expect_bytes(std::uint64_t* bar, std::uint32_t bytes) {
-  // TODO 1: afterwards the phase in progress of `bar` has its one expected arrival and
-  //         expects `bytes` more bytes of asynchronous copies: it completes exactly when
-  //         they have all landed.
+  // TODO 1: afterwards the phase in progress of `bar` has received its one expected
+  //         arrival (this thread's, releasing its earlier writes to the block's waiters) and
+  //         also expects `bytes` bytes of asynchronous copies: it completes exactly when they
+  //         have all arrived, not before. One instruction; it does not wait.
   // BEGIN SOLUTION
   const std::uint64_t state = ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta,
                                                              ptx::space_shared, bar, bytes);
@@ -46,9 +48,11 @@ __device__ inline void expect_bytes(std::uint64_t* bar, std::uint32_t bytes) {
 /// its bytes counted on `bar`.
 __device__ inline void load_box(const CUtensorMap* map, void* smem, std::uint64_t* bar, int row,
                                 int col) {
-  // TODO 2: afterwards the tensor load of that box is issued. Coordinates go innermost
-  //         dimension first, in elements; a box partly or wholly outside the matrix is fine
-  //         (the tensor map's fill covers it).
+  // TODO 2: afterwards that box is on its way from global memory (described by `map`)
+  //         into `smem`, and its bytes will be paid to the phase in progress of `bar`. `row`
+  //         and `col` are elements, and the copy wants them in the order the tensor map lists
+  //         its dimensions. A box partly or wholly outside the matrix is fine (the fill covers
+  //         it). One instruction; it does not wait.
   // BEGIN SOLUTION
   const std::int32_t coords[2] = {col, row};
   ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem, map, coords, bar);
@@ -60,9 +64,11 @@ __device__ inline void load_box(const CUtensorMap* map, void* smem, std::uint64_
 template <int Rank>
 __device__ inline void store_box(const CUtensorMap* map, const void* smem,
                                  const std::int32_t (&coords)[Rank]) {
-  // TODO 3: afterwards the tensor store is issued and closed in a bulk async-group of its
-  //         own, so the caller can wait until it has read shared memory. Rows outside the
-  //         tensor are not written; columns are clipped to the 16-byte chunk.
+  // TODO 3: afterwards the box in `smem` is on its way to the tensor of `map` at `coords`,
+  //         and this thread's next wait for its stores to finish reading shared memory covers
+  //         this store (the caller makes that wait before it refills `smem`). Rows outside the
+  //         tensor are not written; columns are clipped to the 16-byte chunk. At most 2 lines;
+  //         no wait here.
   // BEGIN SOLUTION
   ptx::cp_async_bulk_tensor(ptx::space_global, ptx::space_shared, map, coords, smem);
   ptx::cp_async_bulk_commit_group();
@@ -74,10 +80,10 @@ __device__ inline void store_box(const CUtensorMap* map, const void* smem,
 /// Byte `offset` of a box (from its swizzle-aligned start) as the TMA lays it out.
 template <Swizzle S>
 __device__ constexpr std::uint32_t swizzled(std::uint32_t offset) {
-  // TODO 4: the swizzled position of `offset`. The swizzle permutes the 16-byte chunks
-  //         inside each span-wide row: the chunk index (bits 4 and up: 1, 2 or 3 bits, enough to
-  //         number the span's 2, 4 or 8 chunks) is XORed with the same number of bits taken from
-  //         bit 7 of the offset up. Without swizzle the offset stays.
+  // TODO 4: return where the TMA put byte `offset` of a box, counted from the box's
+  //         swizzle-aligned start, in mode `S`: the same permutation the hardware applies
+  //         (README, "Swizzles"), for every mode including none. The mode is known at compile
+  //         time: no loop, nothing decided at run time.
   // BEGIN SOLUTION
   constexpr std::uint32_t chunks = swizzle_span_bytes(S) / 16;  // 0, 2, 4, 8
   if constexpr (chunks == 0) {
@@ -145,14 +151,14 @@ __global__ void __launch_bounds__(kTransposeThreads)
     int row0, col0;
     origin(k, row0, col0);
 
-    // TODO 5: afterwards this thread has written its 8 elements of the tile to
-    //         out[c * out_ld + r] (global row r = row0 + tile row, column c = col0 + tile
-    //         column), skipping those outside the rows x cols input. Tile element (r, c)
-    //         lies in box c / kBoxCols at byte r * kBoxCols * 4 + (c % kBoxCols) * 4 of that
-    //         box, before the swizzle. Read without bank conflicts: one warp load touches 8
-    //         consecutive tile rows and 4 consecutive columns (warp w owns columns 4w to
-    //         4w + 3, lane l row l % 8 and column 4w + l / 8), so each output row gets 32
-    //         contiguous bytes per store.
+    // TODO 5: afterwards this thread has written its 8 elements of the stage's tile
+    //         (the input's rows row0.. and columns col0..) to their transposed places in
+    //         `out` (cols x rows, `out_ld` apart), skipping any outside the rows x cols input;
+    //         the block's threads together write each tile element exactly once. The tile is
+    //         `kBoxes` boxes side by side, each 64 rows x `kBoxCols` floats, row-major and
+    //         then swizzled as TODO 4 says. Every warp load reads 8 consecutive tile rows of
+    //         4 consecutive columns (no bank conflict once swizzled), so each warp store
+    //         fills 32 contiguous bytes of each of 4 output rows. No barrier here.
     // BEGIN SOLUTION
     const int lane = threadIdx.x % 32;
     const int c = threadIdx.x / 32 * 4 + lane / 8;
@@ -200,8 +206,8 @@ __global__ void __launch_bounds__(kBroadcastThreads)
     for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&full[s], 1);
   }
   // TODO 6: afterwards the mbarriers of EVERY block of the cluster are initialised and that
-  //         is visible cluster-wide (to the peers' multicasts too): no block may issue a
-  //         copy into a peer before the peer's barrier exists.
+  //         is visible cluster-wide (to the peers' copies too): no block may issue a copy
+  //         into a peer before the peer's barriers exist. Every thread runs it; 2 lines.
   // BEGIN SOLUTION
   ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   cluster.sync();
@@ -222,9 +228,10 @@ __global__ void __launch_bounds__(kBroadcastThreads)
     float* tile = buffers + s * kElements;  // stage s : (64, 32) row-major
     expect_bytes(&full[s], kTileBytes);  // the whole tile arrives, whoever sends it
     if (multicast) {
-      // TODO 7: afterwards this block's share of the tile, rows [rank * 64 / C,
-      //         (rank + 1) * 64 / C) (slice_map's box), is on its way into the same place
-      //         of EVERY block of the cluster, counted on each one's full[s].
+      // TODO 7: afterwards this block's share of the tile, the rank-th of C equal bands
+      //         of its rows (one `slice_map` box), is on its way from global memory into the
+      //         same place of `tile` in EVERY block of the cluster, its bytes paid to each
+      //         block's `full[s]`; the C shares together make the whole tile. One copy.
       // BEGIN SOLUTION
       const int slice_rows = kBroadcastTileRows / cluster_size;
       const auto everyone = static_cast<std::uint16_t>((1u << cluster_size) - 1);

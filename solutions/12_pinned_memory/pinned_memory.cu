@@ -12,9 +12,11 @@
 //   pinned:    host buffer --DMA--> GPU
 //              (the call only queues the copy and returns; the engine does the rest)
 //
-// Yours: allocate and release host memory of every kind (TODO 1, 2), show with the host
-// clock when cudaMemcpyAsync returns (TODO 3), and fit and use the straight-line model of
-// what one copy costs, time = overhead + bytes / bandwidth (TODO 4, 5).
+// Yours: a host buffer that owns memory of each kind the lesson compares and gives it back
+// the way it came (TODO 1, 2); proof, by the host clock, of when an asynchronous copy call
+// returns and when its copy is done (TODO 3); and the straight-line model of what one copy
+// costs, fitted to measured times and then used (TODO 4, 5). The README's concept sections
+// teach the calls; the TODOs say what must hold.
 #include "pinned_memory.cuh"
 
 #include <chrono>
@@ -32,9 +34,10 @@ namespace pinned_memory {
 // ---- Host memory of every kind -------------------------------------------------------------
 
 unsigned host_alloc_flags(HostMemory kind) {
-  // TODO 1: the cudaHostAlloc flag of each cudaHostAlloc kind: cudaHostAllocDefault,
-  //         cudaHostAllocPortable, cudaHostAllocMapped or cudaHostAllocWriteCombined.
-  //         The other kinds are not made by cudaHostAlloc: throw std::invalid_argument.
+  // TODO 1: four kinds come from one flag-taking pinned allocator and differ only in its
+  //         flag: return each one's flag (the plain kind gets the allocator's default).
+  //         Any other kind is not made by that allocator: throw the exception the header
+  //         documents, with a message that names the kind.
   // BEGIN SOLUTION
   switch (kind) {
     case HostMemory::host_alloc:
@@ -57,16 +60,13 @@ unsigned host_alloc_flags(HostMemory kind) {
 
 HostBuffer::HostBuffer(HostMemory kind, std::size_t bytes) : kind_(kind), bytes_(bytes) {
   if (bytes == 0) return;
-  // TODO 1 (continued): allocate `bytes` bytes of `kind` into data_:
-  //         pageable        std::malloc (throw std::bad_alloc if it returns nullptr)
-  //         pinned          cudaMallocHost
-  //         hostalloc, portable, mapped, write-combined
-  //                         cudaHostAlloc with host_alloc_flags(kind)
-  //         registered      std::aligned_alloc(kPageBytes, whole_pages(bytes)), then
-  //                         cudaHostRegister(..., cudaHostRegisterDefault); if registering
-  //                         fails, free the memory before you throw (a constructor that
-  //                         throws runs no destructor).
-  //         Check every CUDA call with COURSE_CHECK.
+  // TODO 1 (continued): afterwards data_ holds `bytes` bytes of memory of `kind`, made
+  //         the way the README's table gives for that kind (the four flag kinds through
+  //         one call, with the flag above). Registered memory is memory of your own that
+  //         starts on a page and covers whole pages, page-locked in place afterwards.
+  //         Every failure throws: a C library allocation as the starter's does, a CUDA
+  //         call checked as everywhere in this file; and when page-locking fails, the
+  //         memory is freed first (a constructor that throws runs no destructor).
   // BEGIN SOLUTION
   switch (kind) {
     case HostMemory::pageable:
@@ -104,10 +104,11 @@ HostBuffer::HostBuffer(HostMemory kind, std::size_t bytes) : kind_(kind), bytes_
 
 void HostBuffer::release() noexcept {
   if (data_ == nullptr) return;
-  // TODO 2: give data_ back the way it was allocated: std::free for pageable memory,
-  //         cudaFreeHost for cudaMallocHost and cudaHostAlloc memory, and for registered
-  //         memory cudaHostUnregister first (it unlocks the pages), then std::free.
-  //         A destructor must not throw: report a failed CUDA call on std::cerr instead.
+  // TODO 2: data_ goes back through the partner of the call that made it (kind_ says
+  //         which): memory from either pinned allocator to the runtime, C library memory
+  //         to the C library, and registered memory is unlocked before it is freed.
+  //         Nothing here may throw (the destructor calls it): a CUDA call that fails is
+  //         reported as a warning on the standard error stream, with the kind and the error.
   // BEGIN SOLUTION
   cudaError_t status = cudaSuccess;
   switch (kind_) {
@@ -136,7 +137,7 @@ void HostBuffer::release() noexcept {
   bytes_ = 0;
 }
 
-// ---- When does cudaMemcpyAsync return? ------------------------------------------------------
+// ---- When does an asynchronous copy call return? --------------------------------------------
 
 AsyncCallTiming time_async_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                                 cudaStream_t stream) {
@@ -144,11 +145,12 @@ AsyncCallTiming time_async_copy(void* dst, const void* src, std::size_t bytes, c
   // An idle stream: the copy cannot wait behind other work, and nothing else is timed.
   COURSE_CHECK(cudaStreamSynchronize(stream));
   AsyncCallTiming timing;
-  // TODO 3: time the cudaMemcpyAsync call itself with the host clock (Clock::now()
-  //         before and after it), then ask whether the copy is still running
-  //         (stream_busy), then wait for the stream and take the time again. Fill
-  //         timing.call_us, timing.in_flight_at_return and timing.done_us, both times
-  //         measured from just before the call (microseconds() converts a duration).
+  // TODO 3: issue one asynchronous copy of `bytes` bytes from src to dst (of `kind`, on
+  //         `stream`) and fill timing: call_us, how long the call itself took to return;
+  //         in_flight_at_return, whether the copy was still running just after the return
+  //         (asked before anything waits for it); done_us, how long until the stream had
+  //         finished it. Both times in microseconds by the header's host clock, each from
+  //         just before the call. Return with the copy complete.
   // BEGIN SOLUTION
   const Clock::time_point start = Clock::now();
   COURSE_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream));
@@ -167,11 +169,11 @@ AsyncCallTiming time_async_copy(void* dst, const void* src, std::size_t bytes, c
 
 OverheadModel fit_overhead(const std::vector<double>& bytes, const std::vector<double>& us) {
   OverheadModel model;
-  // TODO 4: fit a straight line us = intercept + slope * bytes with course::fit_line
-  //         (it throws for data that defines no line; let that propagate). The intercept
-  //         is the overhead in microseconds; the slope is microseconds per byte, so the
-  //         bandwidth in GB/s (10^9 bytes per second) is 1e-3 / slope. A slope that is
-  //         not positive describes no bandwidth: throw std::domain_error. Keep r^2.
+  // TODO 4: fit the straight line through the points (bytes, us) by least squares with
+  //         the course's own fit (data that defines no line throws there: let it pass).
+  //         Fill model: the overhead in microseconds, the bandwidth in GB/s (10^9 bytes
+  //         per second: mind the slope's units) and r^2. A slope that is not positive
+  //         describes no bandwidth: throw the error the header documents for it.
   //         (Whether the bandwidth is physical is the report's question: it compares it
   //         with a large copy over the same link.)
   // BEGIN SOLUTION
@@ -189,8 +191,7 @@ OverheadModel fit_overhead(const std::vector<double>& bytes, const std::vector<d
 }
 
 double predicted_us(const OverheadModel& model, double bytes) {
-  // TODO 5: the model's time for one copy: the overhead plus the time the bytes take at
-  //         the bandwidth (1 GB/s moves 1e3 bytes per microsecond).
+  // TODO 5: the model's time, in microseconds, for one copy of `bytes` bytes: one line.
   // BEGIN SOLUTION
   return model.overhead_us + bytes / (model.bandwidth_gbps * 1e3);
   // STARTER: (void)model; (void)bytes;
@@ -199,7 +200,8 @@ double predicted_us(const OverheadModel& model, double bytes) {
 }
 
 double break_even_bytes(const OverheadModel& model) {
-  // TODO 5 (continued): the size whose transfer time equals the overhead.
+  // TODO 5 (continued): the copy size, in bytes, whose time spent moving its bytes
+  //         equals the model's overhead: one line.
   // BEGIN SOLUTION
   return model.overhead_us * model.bandwidth_gbps * 1e3;
   // STARTER: (void)model;

@@ -70,7 +70,7 @@ struct CopyCostFit {
 /// A shape with more parameters must earn them: the one with the lowest Bayesian
 /// information criterion n ln(RSS / n) + k ln(n) is chosen (k = 1, 2, 4 parameters; the
 /// break counts as one). Shapes whose rising part does not rise (slope <= 0) are not
-/// candidates. The rising part's bandwidth 1e-3 / slope is reported only when
+/// candidates. The rising part's bandwidth (GB/s, from its slope) is reported only when
 /// physical_bandwidth(..., link_gbps) holds; otherwise `physical` is false and
 /// `bandwidth_gbps` is 0.
 /// Throws std::invalid_argument unless the vectors have the same length, at least 3

@@ -139,7 +139,7 @@ inline constexpr int kComputeRegisters = 224;
 static_assert((kProducerRegisters + 2 * kComputeRegisters) * 32 <= 16384,
               "one producer warp and two computing warps share a scheduler's registers");
 
-/// Stage counts rungs 4 and 5 are compiled for (rung 4's wait_group immediate is Stages - 2).
+/// Stage counts rungs 4 and 5 are compiled for.
 inline constexpr int kMinStages = 2;
 inline constexpr int kMaxStages = 4;
 inline constexpr int kDefaultStages = 4;

@@ -3,12 +3,14 @@
 // Lesson 15: the two asynchronous rungs of the SGEMM ladder. Both compute rung 3's 128 x 256
 // tile of C per block with the same 8 computing warps, the same arithmetic and the same
 // stages in shared memory (an 8 x 128 tile of A^T and an 8 x 256 tile of B, capstone.cuh's
-// StageBuffer); they differ only in how the stages are filled:
-//   rung 4  every computing thread copies its share with cp.async, and the whole block waits
-//           at a barrier before it computes a stage (lessons 06 and 09)
-//   rung 5  a producer warpgroup fills each stage: one thread starts two TMA tensor loads,
-//           three warps write the box of A transposed; full and empty mbarriers, one pair
-//           per stage, replace the block-wide barrier (lessons 10-11)
+// StageBuffer); they differ only in who fills a stage, and in how the computing warps learn
+// that a stage is ready and the filler that it is free again:
+//   rung 4  the computing threads fill the stages themselves, several tiles ahead of the one
+//           they compute, and the block meets once per tile (lessons 06 and 09)
+//   rung 5  a producer warpgroup fills the stages while the computing warps compute; each
+//           stage has its own barriers that say "ready" and "free", and the computing warps
+//           never wait for each other (lessons 10-11)
+// Part 2, at the end of the file, puts the GEMM inside a job that starts and ends on the host.
 #include <cuda.h>  // CUtensorMap
 #include <cuda/ptx>
 
@@ -36,17 +38,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles = (k + kTileK - 1) / kTileK;
   Accumulators acc = {};
   const StageCopyPlan plan = plan_stage_copies(a, b, m, n, k, m0, n0, t);
-  // Prologue: tiles 0 .. Stages-2 in flight, one commit group each (empty ones included, so
-  // that the group count stays in step with the tile count).
+  // Prologue: the first Stages - 1 tiles in flight, one commit group each (empty ones
+  // included, so that the group count stays in step with the tile count).
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
     if (s < tiles) copy_stage<Vec>(stages[s], plan, a, b, k, s * kTileK);  // tile s -> stage s
     commit_group();
   }
   for (int tile = 0; tile < tiles; ++tile) {
-    // TODO 1: afterwards tile `tile` has landed in stage tile % Stages and every thread can
-    //         see it, and tile tile + Stages - 1 (if it exists) is in flight into the stage
-    //         the block finished computing in the previous iteration, in a group of its own.
+    // TODO 1: afterwards the tile this iteration computes is complete in its stage and every
+    //         thread may read all of it, not only its own copies; no thread still reads the
+    //         stage that is refilled next; and the prologue's lead is kept: the first tile
+    //         not yet in flight (if it exists) is in flight into the stage the block computed
+    //         in the previous iteration. Every iteration closes exactly one commit group,
+    //         empty or not. At most one block-wide barrier.
     // BEGIN SOLUTION
     wait_group<Stages - 2>();  // this thread's copies of `tile` are done...
     __syncthreads();           // ...and everyone's; and nobody still reads the stage reused next
@@ -71,17 +76,16 @@ __device__ inline void load_tiles(const CUtensorMap* a_map, const CUtensorMap* b
                                   TmaStageBuffer* stages, StageBarriers* bars, int m0, int n0,
                                   int tiles) {
   for (int tile = 0; tile < tiles; ++tile) {
-    const int s = tile % Stages;  // stages[s], bars[s] : (Stages); use tile / Stages of stage s
+    const int s = tile % Stages;  // stages[s], bars[s] : (Stages); each tile is one use of s
     TmaStageBuffer& stage = stages[s];
     StageBarriers& bar = bars[s];
-    // TODO 2: afterwards the computing warps are done with what stage s held before (tile
-    //         tile - Stages, when there was one: each use of a stage is one phase of its
-    //         empty barrier), and two tensor loads are on their way: the box of A at
-    //         (m0, tile x kTileK) into stage.a_rows, counted on bar.a_landed, and the box of
-    //         B at (tile x kTileK, n0) into stage.stage.b, counted on bar.full. Each of the
-    //         two barriers' phase in progress has this thread's one arrival and expects its
-    //         box's bytes (sizeof the destination). A tensor load's coordinates go innermost
-    //         dimension first: column, then row (lesson 11).
+    // TODO 2: afterwards the computing warps have released the previous use of stage s
+    //         (a stage's first use has none to wait for), and this tile's two boxes are on
+    //         their way: A's (the block's kTileM rows, this tile's kTileK columns) into
+    //         stage.a_rows, counted on bar.a_landed, and B's (this tile's kTileK rows, the
+    //         block's kTileN columns) into the stage's B tile, counted on bar.full. The phase
+    //         in progress of each of those two barriers holds this thread's one arrival and
+    //         expects every byte its box delivers. Nothing here waits for a box to land.
     // BEGIN SOLUTION
     if (tile >= Stages) wait_parity(&bar.empty, (tile / Stages - 1) & 1);
     const std::int32_t a_box[2] = {tile * kTileK, m0};  // (column, row) of A's box
@@ -126,9 +130,10 @@ __device__ inline void consume(const TmaStageBuffer* stages, StageBarriers* bars
                                Accumulators& acc, Place place) {
   for (int tile = 0; tile < tiles; ++tile) {
     const int s = tile % Stages;
-    // TODO 3: afterwards this thread has added the product of stage s to acc, never before
-    //         the stage is full, and has told the producer it is done reading the stage:
-    //         one arrival of its own on bars[s].empty, which expects kThreads of them.
+    // TODO 3: afterwards this thread has added stage s's product to acc, having read the
+    //         stage only once its full barrier completed the phase of this use, and has
+    //         released the stage after its last read of it: one arrival of its own on the
+    //         stage's empty barrier, which expects one from each computing thread.
     // BEGIN SOLUTION
     wait_parity(&bars[s].full, (tile / Stages) & 1);
     multiply_stage(acc, stages[s].stage, place);
@@ -191,15 +196,15 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 namespace capstone {
 
 // TODO 4: one chunk of the streamed GEMM. Afterwards three operations are enqueued on
-//         `stream`, in this order, each recorded in `timeline` under its stage and the
-//         chunk's number (record_operation):
-//           Stage::h2d     the chunk's rows of A, from job.host_a into job.device_a
-//           Stage::kernel  the chunk's GEMM (chunk.gemm: it reads those rows of device_a and
-//                          writes the same rows of device_c)
-//           Stage::d2h     the chunk's rows of C, from job.device_c into job.host_c
+//         `stream`, in this order, each recorded in `timeline` under its stage of the
+//         pipeline and the chunk's number:
+//           host -> device  the chunk's rows of A, from job.host_a into job.device_a
+//           kernel          the chunk's prepared GEMM (it reads those rows of device_a and
+//                           writes the same rows of device_c)
+//           device -> host  the chunk's rows of C, from job.device_c into job.host_c
 //         and nothing else: no other rows, no other stream, no wait on the host. Stream order
-//         alone makes each operation wait for the one before; copy_rows() moves rows of a
-//         whole matrix.
+//         alone makes each operation wait for the one before. Rows of A and rows of C are
+//         not the same length.
 void issue_chunk(const StreamedJob& job, const StreamedChunk& chunk, cudaStream_t stream,
                  overlap_transfers::Timeline* timeline) {
   // BEGIN SOLUTION

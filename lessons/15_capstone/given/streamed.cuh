@@ -98,9 +98,9 @@ void record_operation(overlap_transfers::Timeline* timeline, int chunk,
                       const std::function<void()>& enqueue_operation);
 
 /// The exercise (capstone.cu). Enqueues chunk `chunk`'s three operations on `stream`, in
-/// stream order, each recorded in `timeline` (record_operation): its rows of A, host ->
-/// device; its GEMM (chunk.gemm); its rows of C, device -> host. Enqueues only: nothing
-/// waits on the host. The launchers have checked the job and the chunk.
+/// stream order, each recorded in `timeline`: its rows of A, host -> device; its GEMM; its
+/// rows of C, device -> host. Enqueues only: nothing waits on the host. The launchers have
+/// checked the job and the chunk.
 void issue_chunk(const StreamedJob& job, const StreamedChunk& chunk, cudaStream_t stream,
                  overlap_transfers::Timeline* timeline);
 

@@ -11,12 +11,11 @@
 /// (complete_tx); the waiting threads were told how many bytes to expect (expect_tx). A
 /// store (shared -> global) is tracked by bulk groups (commit_group / wait_group.read).
 /// The kernels:
-///  - `single_ptx`: one buffer, written with cuda::ptx (mbarrier_init, fence_mbarrier_init,
-///    mbarrier_arrive_expect_tx, cp_async_bulk, mbarrier_try_wait_parity); the outputs are
-///    computed into a second shared buffer and leave with a bulk store, after a
-///    `fence.proxy.async` that makes the threads' writes visible to the TMA;
-///  - `single_barrier`: the same with a `cuda::barrier`, `cuda::device::memcpy_async_tx` and
-///    `cuda::device::barrier_arrive_tx`;
+///  - `single_ptx`: one buffer, written with cuda::ptx (one call per PTX instruction); the
+///    outputs are computed into a second shared buffer and leave with a bulk store, once the
+///    threads' writes are visible to the TMA (the async proxy);
+///  - `single_barrier`: the same with a `cuda::barrier` and libcu++'s transaction-count
+///    operations;
 ///  - `pipeline`: `stages` buffers, a "full" and an "empty" mbarrier per buffer and one
 ///    producer warp (one elected lane issues the copies) beside the consumer threads.
 ///
@@ -54,11 +53,10 @@ enum class Variant {
   /// elected lane issues cp.async.bulk, consumers that compute and store straight to
   /// global memory. The fastest; the default.
   pipeline,
-  /// One input buffer, one output buffer, cuda::ptx: bulk load with expect_tx/complete_tx,
-  /// outputs computed into shared memory, fence.proxy.async, bulk store, wait_group.read.
+  /// One input buffer, one output buffer, cuda::ptx: bulk load counted in bytes on an
+  /// mbarrier, outputs computed into shared memory, bulk store.
   single_ptx,
-  /// single_ptx written with cuda::barrier, cuda::device::memcpy_async_tx and
-  /// cuda::device::barrier_arrive_tx.
+  /// single_ptx written with a cuda::barrier and libcu++'s transaction-count operations.
   single_barrier,
   /// DELIBERATELY BROKEN, never run by default: single_ptx announcing 16 bytes more than
   /// the copy delivers. The phase can never complete; the bounded wait reports
@@ -192,7 +190,7 @@ struct TestHooks {
   bool poison_after_store_wait = false;
   /// Before the threads compute a batch into the output buffer, every warp but one waits this
   /// long (course::batches::hold_back): a bulk store issued before every warp has written its
-  /// part of the buffer stores what was there before (the barrier before the store, TODO 5).
+  /// part of the buffer stores what was there before (TODO 5).
   course::batches::HoldBack hold_back;
 };
 

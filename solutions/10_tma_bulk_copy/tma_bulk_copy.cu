@@ -1,19 +1,18 @@
 // Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
-// Lesson 10: bulk copies (TMA) with mbarrier transaction counts, sm_90 only. One thread moves
-// a whole batch with one instruction, and the barrier counts *bytes*. For 256 threads and 4
-// vectors per thread (the driver's default):
+// Lesson 10: bulk copies (TMA) and mbarriers that count bytes, sm_90 only. One thread hands a
+// whole batch to the tensor memory accelerator; the other threads cannot watch that copy, so
+// they learn of its end from an mbarrier whose phase ends only once both its arrivals and the
+// bytes it was told to expect have been paid. Every completion of a barrier ends one phase and
+// a wait names its phase by a single bit: a waiter must know which use of *that* barrier it
+// is waiting for. Shared memory written by the threads and read by the TMA (or the reverse)
+// crosses between two proxies, which are ordered only where the code orders them.
 //
-//   batch  = 256 x 4 x 16 B = 16 KB = one cp.async.bulk of 16384 bytes
-//   issuer:  arrive.expect_tx(full, 16384) -> cp.async.bulk(staged, in, 16384, full)
-//   others:  try_wait.parity(full, k & 1)      the TMA's complete_tx pays the 16384 bytes;
-//            the phase ends when arrivals and bytes are both paid, and its parity flips
-//
-// 1. single_ptx_kernel (cuda::ptx) and 2. single_barrier_kernel (cuda::barrier +
-//    memcpy_async_tx): one buffer; the outputs are computed into shared memory and leave by
-//    one bulk store, after the fence.proxy.async that shows the threads' writes to the TMA.
-// 3. pipeline_kernel<Stages>: a full and an empty mbarrier per buffer, one producer warp
-//    (one elected lane issues), consumers that compute straight to global memory.
+// 1. single_ptx_kernel: one buffer, every PTX instruction written as its cuda::ptx call; the
+//    outputs are computed into a second shared buffer and leave through the TMA as well.
+// 2. single_barrier_kernel: the same load with the libcu++ barrier instead of a raw mbarrier.
+// 3. pipeline_kernel<Stages>: a ring of buffers, a full and an empty mbarrier per buffer, one
+//    producer warp (one elected lane issues), consumers that compute straight to global memory.
 // Every wait is bounded (course/mbarrier.cuh); kernel bodies build for sm_90 only (#if).
 #include "tma_bulk_copy.cuh"
 
@@ -39,18 +38,19 @@ using device::BlockBarrier;
 
 constexpr std::uint32_t kBrokenExtraBytes = 16;  // the DELIBERATELY BROKEN expect_tx surplus
 
-/// The issuing thread's part of a batch, cuda::ptx flavour: batch `b` (b.count elements from
-/// in + b.first) on its way into `staged`, completing on `full`. `extra` is 0 except in the
-/// broken variant. (Like every helper here, only the sm_90 kernel bodies call it.)
+/// The issuing thread's part of a batch, cuda::ptx flavour: batch `b` of the input on its way
+/// into `staged`, completing on `full`. `extra` is 0 except in the broken variant. (Like every
+/// helper here, only the sm_90 kernel bodies call it.)
 __device__ inline void issue_batch(std::uint32_t* staged, const std::uint32_t* in, Batch b,
                                    std::uint64_t* full, std::uint32_t extra) {
   const std::uint32_t bytes = bulk_bytes(b.count);
   device::copy_leftover_in(staged, in, b);
-  // TODO 2: afterwards the current phase of `full` has this thread's one arrival and
-  //         expects exactly the bytes the bulk copy delivers (plus `extra`), and the batch's
-  //         whole 16-byte chunks (`bytes` of them) are on their way into `staged` by one
-  //         cp.async.bulk whose completion is counted on `full`. A bulk copy of 0 bytes is
-  //         not an instruction: skip it (the arrival alone then ends the phase).
+  // TODO 2: afterwards the current phase of `full` holds this thread's one arrival and
+  //         expects exactly the bytes that this batch's bulk load delivers (plus `extra`),
+  //         and that load is under way: the batch's whole 16-byte chunks (`bytes` bytes),
+  //         from global memory into `staged`, its completion paid to `full`. A bulk copy of
+  //         0 bytes is no instruction: issue none (the arrival alone then ends the phase).
+  //         At most two instructions.
   // BEGIN SOLUTION
   (void)ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, full,
                                        bytes + extra);
@@ -63,9 +63,10 @@ __device__ inline void issue_batch(std::uint32_t* staged, const std::uint32_t* i
 
 /// Before a buffer a bulk store reads is written again, or the block exits.
 __device__ inline void wait_stores_read(bool issuer) {
-  // TODO 4: afterwards every bulk store the issuer committed has finished *reading* shared
-  //         memory (its writes to global memory may still be under way), so the buffer it
-  //         read may be overwritten, or the block may exit.
+  // TODO 4: afterwards no bulk store that the issuer committed is still *reading* shared
+  //         memory, so the buffer they read may be overwritten, or the block may exit. Do
+  //         not wait for more: their writes to global memory may still be under way. Only
+  //         the issuer has stores to wait for; the other threads pass at once.
   // BEGIN SOLUTION
   if (issuer) ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
   // STARTER: (void)issuer;
@@ -83,12 +84,15 @@ __device__ void compute_and_store(const std::uint32_t* staged, std::uint32_t* re
     device::compute_into(results, staged, b, batch, n, threadIdx.x, blockDim.x);
     source = results;
   }
-  // TODO 5: afterwards the batch's whole 16-byte chunks of `source` are on their way to
-  //         out + b.first by one bulk store, committed as a bulk group, and it reads what
-  //         every thread wrote into `results`: those were ordinary (generic-proxy) writes,
-  //         and the store reads through the async proxy. (ProxyFence is false where no
-  //         thread wrote `source`, the plain copies, and in the DELIBERATELY BROKEN
-  //         variant.) The 0-3 leftover elements go by plain stores.
+  // TODO 5: afterwards the batch's whole 16-byte chunks of `source` are on their way to the
+  //         batch's place in `out` by one bulk store from the issuer, closed as a bulk group
+  //         of its own (the groups TODO 4 waits for). That store reads what every thread
+  //         wrote into `results`: ordinary (generic-proxy) writes, while the store reads
+  //         through the async proxy, so each writer's writes must be ordered for that proxy
+  //         (only where ProxyFence: it is false where no thread wrote `source`, the plain
+  //         copies, and in the DELIBERATELY BROKEN variant), and no store may start before
+  //         every thread has written. No store of 0 bytes; the issuer sends the 0-3 leftover
+  //         elements by plain stores (the device header has the helper).
   // BEGIN SOLUTION
   if constexpr (ProxyFence) ptx::fence_proxy_async(ptx::space_shared);
   __syncthreads();
@@ -119,9 +123,9 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
   const std::size_t mine = batches_of_block(batch_count(n, batch), blockIdx.x, gridDim.x);
   const bool issuer = threadIdx.x == 0;
 
-  // TODO 1: afterwards `full` is an mbarrier expecting one arrival per phase, its
-  //         initialisation (by one thread) is visible to the async proxy that will complete
-  //         its transactions, and no thread of the block uses it before that.
+  // TODO 1: afterwards `full` is an mbarrier whose phases each expect one arrival, set up
+  //         by one thread; the async proxy, which will pay its transaction bytes, sees that
+  //         setup; and no thread of the block touches `full` before all of this holds.
   // BEGIN SOLUTION
   if (issuer) {
     ptx::mbarrier_init(&full, 1);
@@ -151,9 +155,10 @@ __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
       // DELIBERATELY BROKEN (given): parity 0 every round returns early from round 1 on.
       arrived = device::wait_parity_bounded(&full, 0, kDataNeverArrived);
     } else {
-      // TODO 3: afterwards, if `arrived`, batch k has landed in `staged` and is visible to
-      //         this thread: the phase of `full` that this round's copy completes is over
-      //         (device::wait_parity_bounded waits for a phase; false means it timed out).
+      // TODO 3: afterwards `arrived` is false if the bounded wait timed out; otherwise the
+      //         phase of `full` that round k's copy completes is over, so batch k has landed
+      //         in `staged` and is visible to this thread. One statement: the broken branch
+      //         above waits the same way, for the wrong phase.
       // BEGIN SOLUTION
       arrived = device::wait_parity_bounded(&full, phase_parity(k), kDataNeverArrived);
       // END SOLUTION
@@ -208,10 +213,11 @@ __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
     }
     BlockBarrier::arrival_token token;
     // TODO 6: afterwards this thread has arrived on `bar` once for this round and holds the
-    //         token of that arrival; the issuer has started the batch's bulk copy (whole
-    //         16-byte chunks) into `staged`, counted on `bar`, and its arrival told the
-    //         barrier how many bytes to expect. The others only arrive. (Leftover elements:
-    //         device::copy_leftover_in, before the issuer's arrival.)
+    //         token of that arrival. The issuer has also started the batch's bulk load (its
+    //         whole 16-byte chunks, from global memory into `staged`) with its completion
+    //         paid to `bar`, and its own arrival told `bar` how many bytes to expect; its
+    //         0-3 leftover elements are in `staged` before that arrival, as in issue_batch.
+    //         The other threads only arrive. No copy of 0 bytes.
     // BEGIN SOLUTION
     if (issuer) {
       const std::uint32_t bytes = bulk_bytes(b.count);
@@ -248,7 +254,7 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
                                 int vectors_per_thread, TestHooks hooks) {
   (void)hooks;  // no bulk store, and one region holds the consumers' wait, compute and release
 #if __CUDA_ARCH__ >= 900
-  extern __shared__ uint4 shared_storage[];    // (Stages, batch) uint32: batch k in k % Stages
+  extern __shared__ uint4 shared_storage[];    // (Stages, batch) uint32: a ring of buffers
   __shared__ std::uint64_t full[Stages];       // batch landed: 1 arrival + its bytes
   __shared__ std::uint64_t empty[Stages];      // buffer released: one arrival per consumer
   const unsigned consumers = blockDim.x - 32;  // the last warp produces
@@ -268,10 +274,11 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
   if (threadIdx.x >= consumers) {  // the producer warp: one elected lane issues
     cg::invoke_one(cg::tiled_partition<32>(cg::this_thread_block()), [&] {
       for (std::size_t k = 0; k < mine; ++k) {
-        // TODO 7: afterwards batch k is on its way into buffer(k) (issue_batch), and that
-        //         buffer was not refilled before every consumer had released the batch
-        //         it held before, batch k - Stages (the first Stages batches find their
-        //         buffers free). On a timed-out wait, stop issuing.
+        // TODO 7: afterwards batch k is on its way into its buffer, issued the way the
+        //         single kernels issue theirs, and that buffer was not refilled before every
+        //         consumer had released the batch it held before, Stages batches earlier
+        //         (the first Stages batches find their buffers free). On a timed-out wait,
+        //         stop issuing.
         // BEGIN SOLUTION
         if (k >= Stages &&
             !device::wait_parity_bounded(&empty[k % Stages], phase_parity(k / Stages - 1),
@@ -286,10 +293,10 @@ __global__ void pipeline_kernel(const std::uint32_t* __restrict__ in,
     return;
   }
   for (std::size_t k = 0; k < mine; ++k) {
-    // TODO 8: afterwards batch k (in buffer(k)) has landed and is visible to this thread
-    //         (leave the loop if the bounded wait timed out), its outputs are computed
-    //         (compute_batch, the consumers sharing the work), and this thread has released
-    //         the buffer: it has finished reading it.
+    // TODO 8: afterwards batch k has landed in its buffer and is visible to this thread
+    //         (leave the loop if the bounded wait timed out), its outputs are in global
+    //         memory (the course's compute step, the consumers sharing the work), and this
+    //         thread has told the producer that it has finished reading that buffer.
     // BEGIN SOLUTION
     if (!device::wait_parity_bounded(&full[k % Stages], phase_parity(k / Stages),
                                      kDataNeverArrived)) {

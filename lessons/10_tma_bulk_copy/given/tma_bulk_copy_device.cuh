@@ -94,13 +94,13 @@ __device__ inline void copy_leftover_out(std::uint32_t* out, const std::uint32_t
 /// bulk stores read, with course::batches::kSharedPoison, the last 16-byte chunk first, then
 /// orders those writes before any later bulk copy into the buffer (fence.proxy.async).
 /// Why: the wait must let no store still *read* shared memory, because the next round writes
-/// the buffer again. A wait that lets one store still pending (wait_group.read 1 where every
-/// store must be done) is a race racecheck cannot see (the store reads through the async
-/// proxy, outside its view), and the values rarely show it: the next round's writes come
-/// long after the store has read its 16 KB. Here they come at once, from the end of the
-/// buffer, which a store reading from the start reaches last: a store that still reads
-/// copies poison to global memory. After a correct wait no store reads the buffer any more,
-/// and the round overwrites the poison before anyone reads it.
+/// the buffer again. A wait that leaves a store still reading is a race racecheck cannot
+/// see (the store reads through the async proxy, outside its view), and the values rarely
+/// show it: the next round's writes come long after the store has read its 16 KB. Here
+/// they come at once, from the end of the buffer, which a store reading from the start
+/// reaches last: a store that still reads copies poison to global memory. After a correct
+/// wait no store reads the buffer any more, and the round overwrites the poison before
+/// anyone reads it.
 /// (Out of line, as course::batches' hooks: its proxy fence stays out of the kernels' PTX,
 /// where the checks look for the fence TODO 5 writes.)
 __device__ __noinline__ inline void poison_store_source_now(std::uint32_t* buffer,
@@ -147,7 +147,7 @@ template <Variant V, bool Compute>
 __global__ void single_ptx_kernel(const std::uint32_t* __restrict__ in,
                                   std::uint32_t* __restrict__ out, std::size_t n,
                                   int vectors_per_thread, TestHooks hooks);
-/// 2. One buffer, cuda::barrier: the same steps through cuda::memcpy_async.
+/// 2. One buffer, cuda::barrier: the same steps with the libcu++ barrier.
 template <bool Compute>
 __global__ void single_barrier_kernel(const std::uint32_t* __restrict__ in,
                                       std::uint32_t* __restrict__ out, std::size_t n,

@@ -45,11 +45,11 @@ enum class Form {
   cg16_l2_64,   ///< "cg16-L2-64B": cg16 with the .L2::64B prefetch size
   cg16_l2_128,  ///< "cg16-L2-128B": cg16 with .L2::128B
   cg16_l2_256,  ///< "cg16-L2-256B": cg16 with .L2::256B
-  /// "cg16-mbarrier-noinc": cg16, completion through one mbarrier per stage that every
-  /// thread's cp.async.mbarrier.arrive.noinc counts towards (no commit_group, no wait_group).
+  /// "cg16-mbarrier-noinc": cg16, completion through one mbarrier per stage instead of
+  /// groups; the copies' completion is each thread's arrival (the .noinc form).
   cg16_mbarrier_noinc,
-  /// "cg16-mbarrier": the same with cp.async.mbarrier.arrive (no .noinc) followed by an
-  /// ordinary mbarrier.arrive in every thread (what CCCL's cuda::pipeline does).
+  /// "cg16-mbarrier": the same without .noinc, where the copies' completion is not an
+  /// arrival of its own (what CCCL's cuda::pipeline does).
   cg16_mbarrier,
 };
 
@@ -94,7 +94,7 @@ __host__ __device__ constexpr bool uses_mbarrier(Form form) {
   return form == Form::cg16_mbarrier_noinc || form == Form::cg16_mbarrier;
 }
 
-/// Stage counts the kernels are compiled for (the wait_group immediate is Stages - 2, a
+/// Stage counts the kernels are compiled for (each its own kernel: the group wait's count is a
 /// compile-time constant).
 inline constexpr int kMinStages = 2;
 inline constexpr int kMaxStages = 8;
@@ -127,9 +127,9 @@ __host__ __device__ constexpr std::size_t shared_bytes(const Config& config,
          batch_elements(threads_per_block, config.vectors_per_thread) * sizeof(std::uint32_t);
 }
 
-/// The immediate of `cp.async.wait_group N` when `ahead` batches are in flight beyond the
-/// one about to be computed: this thread has committed ahead + k + 1 groups (one per batch,
-/// empty ones included) before it waits for batch k, so ahead - 1 newer ones may pend.
+/// How many of this thread's groups may still be pending when it waits for batch k, in a
+/// schedule that starts `ahead` batches before its loop and one more after each wait (one
+/// group per batch, empty ones included): the groups of the batches after k.
 __host__ __device__ constexpr int groups_allowed_pending(int ahead) { return ahead - 1; }
 
 /// The parity of the mbarrier phase that batch k completes, with one mbarrier per stage:

@@ -1,15 +1,13 @@
 // Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
 //
-// Lesson 09: cp.async in inline PTX, the instructions CCCL and the primitives hid:
-//
-//   cp.async.{ca,cg}.shared.global{.L2::cache_hint}{.L2::64B|128B|256B}
-//            [dst], [src], cp-size{, src-size | , ignore-src}{, cache-policy};
-//   cp.async.commit_group;   cp.async.wait_group N;   cp.async.wait_all;
-//   cp.async.mbarrier.arrive{.noinc}.shared.b64 [mbarrier];
-//
-// .ca caches in L1 and L2 (cp-size 4, 8 or 16), .cg in L2 only (cp-size 16). dst is a
-// 32-bit shared-memory address, src a global address. Every asm here is `volatile` with a
-// "memory" clobber, so the compiler neither drops it nor moves memory accesses across it.
+// Lesson 09: cp.async in inline PTX. Lessons 02-08 reached the asynchronous copy through CCCL
+// and the pipeline primitives, and each of them chose an instruction form for you. Here you
+// write the instructions yourself, each wrapper one inline-assembly statement, and every
+// choice the libraries hid becomes yours: whether a copy goes through L1, how many bytes it
+// moves, how much L2 prefetches around it, a zero fill that ends a ragged row without a
+// branch, completion through an mbarrier instead of per-thread groups, and an L2 eviction
+// priority. The README's "The concept" lists the instructions and their operands; the tests
+// read the PTX and the SASS your wrappers become.
 #include <nv/target>
 
 #include "course/batches.cuh"
@@ -27,8 +25,11 @@ __device__ inline void cp_async(void* dst, const void* src) {
   static_assert(Size == 4 || Size == 8 || Size == 16, "cp-size is 4, 8 or 16");
   static_assert(Op == CacheOp::ca || Size == 16, "cp.async.cg copies 16 bytes only");
   static_assert(Op == CacheOp::cg || P == Prefetch::none, "this lesson prefetches with .cg only");
-  // TODO 1: afterwards one cp.async of Size bytes from src to dst is in flight, with the
-  //         cache operator Op and the L2 prefetch size P (none, .L2::64B, 128B or 256B).
+  // TODO 1: afterwards one asynchronous copy of Size bytes from global src to shared dst is
+  //         in flight (not waited for), cached as Op says (L1 and L2, or L2 only) and with the
+  //         L2 prefetch size P asks for (none, 64, 128 or 256 bytes). The compiler may neither
+  //         drop it nor move shared-memory accesses across it. No run-time branch: Op, Size
+  //         and P are compile-time constants, and so is all of the instruction's text.
   // BEGIN SOLUTION
   const std::uint32_t d = shared_address(dst);
   if constexpr (Op == CacheOp::ca) {
@@ -50,9 +51,12 @@ __device__ inline void cp_async(void* dst, const void* src) {
   // END SOLUTION
 }
 
-// TODO 2: afterwards commit_group() has closed this thread's uncommitted copies into one
-//         group; wait_group<N>() has returned once at most N of this thread's newest groups
-//         are pending (N is an immediate); wait_all() once all its copies have landed.
+// TODO 2: the three group functions below. Afterwards the first has closed every copy this
+//         thread issued since its last close into one group (possibly empty); the second has
+//         returned once at most N of this thread's most recent groups are still pending (N
+//         reaches the instruction as a constant, not a register); the third once every copy
+//         of this thread has arrived. None of them waits for another thread's copies, and
+//         no shared-memory access moves across them.
 // BEGIN SOLUTION
 __device__ inline void commit_group() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -69,7 +73,9 @@ __device__ inline void wait_all() { asm volatile("cp.async.wait_all;\n" ::: "mem
 template <CacheOp Op, int Size>
 __device__ inline void cp_async_zero_fill(void* dst, const void* src, unsigned src_size) {
   static_assert(Op == CacheOp::ca || Size == 16, "cp.async.cg copies 16 bytes only");
-  // TODO 3: afterwards the copy is in flight with src-size as its fourth operand.
+  // TODO 3: afterwards the same copy as TODO 1's (no prefetch size) is in flight, except
+  //         that it reads only the first src_size bytes at src (a run-time value, 0 to Size:
+  //         0 reads nothing) and writes zeros over the rest of the Size bytes at dst.
   // BEGIN SOLUTION
   if constexpr (Op == CacheOp::ca) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared_address(dst)),
@@ -87,8 +93,10 @@ __device__ inline void cp_async_zero_fill(void* dst, const void* src, unsigned s
 template <CacheOp Op, int Size>
 __device__ inline void cp_async_ignore_src(void* dst, const void* src, bool ignore) {
   static_assert(Op == CacheOp::ca || Size == 16, "cp.async.cg copies 16 bytes only");
-  // TODO 4: afterwards the copy is in flight with a predicate, set from `ignore`, as its
-  //         fourth operand.
+  // TODO 4: afterwards the same copy as TODO 1's (no prefetch size) is in flight, except
+  //         that when `ignore` holds it reads nothing and writes Size zero bytes at dst. A C++
+  //         bool cannot be handed to the instruction as it is: the one statement derives
+  //         what the instruction needs from `ignore` itself.
   // BEGIN SOLUTION
   const std::uint32_t d = shared_address(dst);
   const std::uint32_t flag = ignore ? 1u : 0u;
@@ -109,13 +117,14 @@ __device__ inline void cp_async_ignore_src(void* dst, const void* src, bool igno
   // END SOLUTION
 }
 
-// TODO 5: the mbarrier operations on a 64-bit mbarrier in shared memory. Afterwards:
-//         mbarrier_init() has set the expected arrival count; async_arrive<NoInc>() has made
-//         the current phase also wait for every cp.async this thread issued so far (with
-//         .noinc that arrival counts towards the expected count; without it the pending
-//         count is raised by one first, so it does not); mbarrier_arrive() has arrived once;
-//         mbarrier_try_wait_parity() says whether the phase of that parity has completed.
-//         It must build for sm_80 (test_wait) and sm_90 (try_wait).
+// TODO 5: the four mbarrier functions below, on a 64-bit mbarrier in shared memory.
+//         Afterwards the first has set how many arrivals each phase expects; the second has
+//         made the current phase also wait until every copy this thread issued so far has
+//         arrived (with NoInc that completion is one of the expected arrivals; without it,
+//         it is not, and the thread still arrives itself); the third has arrived once; the
+//         fourth has returned, without waiting for it, whether the phase of that parity has
+//         completed. Everything builds for sm_80 and for sm_90, each with the test of a
+//         phase that its architecture offers.
 // BEGIN SOLUTION
 __device__ inline void mbarrier_init(std::uint64_t* bar, unsigned count) {
   asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count)
@@ -168,15 +177,17 @@ __device__ void start_batch(uint4* buffer, const std::uint32_t* in, std::size_t 
                             std::size_t batch, std::size_t n, int vectors_per_thread,
                             std::uint64_t* bar) {
   constexpr int kSize = copy_bytes(F);
-  // TODO 6: afterwards, if k < mine, this thread's pieces of batch k are in flight into
-  //         `buffer`: kSize bytes each, piece p of thread t being piece p * blockDim.x + t
-  //         of the batch (a warp copies neighbours), vectors_per_thread * 16 / kSize of
-  //         them, with the form's cache operator and prefetch size. In the partial last
-  //         batch a piece past the data is zero-filled without being read (ignore-src, its
-  //         source the batch start) and the piece the data ends in goes through
-  //         copy_last_piece. Then the copies are closed: group forms commit one group,
-  //         batch or no batch (every thread the same count); mbarrier forms make `bar`
-  //         track them, only if k < mine (cg16_mbarrier adds an ordinary arrival).
+  // TODO 6: afterwards, if the block has a batch k, that is if k < mine, this thread's share
+  //         of it is in flight into `buffer`: the batch is cut into pieces of the form's
+  //         cp-size, every thread copies vectors_per_thread x 16 bytes of them, and in each
+  //         round a warp's threads take neighbouring pieces. Every copy has the form's cache
+  //         operator and prefetch size (given per form). A partial last batch reads nothing
+  //         past the input: a piece wholly past the data is zero-filled without being read
+  //         (its source still a valid address, the batch's start), and the piece the data
+  //         ends in goes through the given word-by-word helper. Then the copies are closed:
+  //         a group form closes exactly one group per call, batch or no batch, so that every
+  //         thread counts the same groups; an mbarrier form, only when there was a batch,
+  //         makes `bar`'s current phase wait for them and count this thread exactly once.
   // BEGIN SOLUTION
   if (k < mine) {
     const Batch b = batch_of_block(k, batch, n);
@@ -211,9 +222,11 @@ template <Form F, int Stages>
 __device__ void wait_for_batch(std::uint64_t* barriers, std::size_t k) {
   // TODO 7: afterwards batch k is in shared memory and visible to every thread of the
   //         block, and every thread has finished computing batch k - 1, whose buffer (and
-  //         barrier) is reused next. Group forms: this thread's newest
-  //         groups_allowed_pending(Stages - 1) groups may still be pending. mbarrier forms:
-  //         barrier k % Stages completes a phase per use; batch_parity() gives its parity.
+  //         barrier) is reused next. Group forms wait no further than batch k needs: the
+  //         groups of the later batches, started Stages - 1 ahead, stay in flight.
+  //         mbarrier forms wait for the phase that batch k completes on its stage's barrier.
+  //         ptx_cp_async.cuh and ptx_cp_async_device.cuh give the count, the parity and a
+  //         bounded wait. Budget: one wait and one block-wide barrier.
   // BEGIN SOLUTION
   if constexpr (uses_mbarrier(F)) {
     mbarrier_wait_parity(&barriers[k % Stages], batch_parity(k, Stages));
@@ -225,13 +238,14 @@ __device__ void wait_for_batch(std::uint64_t* barriers, std::size_t k) {
   // END SOLUTION
 }
 
-/// The tail kernel's branch-free copy of the 16-byte chunk at `column` of `row` into `dst`.
+/// The tail kernel's branch-free copy of one 16-byte chunk of a row into dst.
 __device__ inline void copy_chunk_branch_free(uint4* dst, const std::uint32_t* in, std::size_t row,
                                               std::size_t column, Rows shape) {
-  // TODO 8: afterwards the chunk is on its way as ONE 16-byte copy, without an `if`: its
-  //         src-size is the number of the chunk's bytes inside the row (valid_chunk_bytes),
-  //         0 for a row past the last one, and the rest is zero-filled. The source must be
-  //         a valid address even when nothing is read (the input's start).
+  // TODO 8: afterwards the chunk is on its way into dst as ONE 16-byte copy, without an
+  //         `if`: it reads only the chunk's bytes that lie inside its row, none for a row
+  //         past the last one, and zero-fills the rest (a given helper of ptx_cp_async.cuh
+  //         counts those bytes). The source is a valid address even when nothing is read:
+  //         then it is the input's start.
   // BEGIN SOLUTION
   const bool inside = row < shape.rows;
   const std::uint32_t* src = in + (inside ? row * pitch(shape.length) + column : 0);
@@ -241,10 +255,11 @@ __device__ inline void copy_chunk_branch_free(uint4* dst, const std::uint32_t* i
   // END SOLUTION
 }
 
-// TODO 9: afterwards make_policy<EvictLast>() returns an L2 cache policy made by
-//         createpolicy (fractional, covering all the data it is used for) with priority
-//         evict_last or evict_first, and cp_async_cg16_hint() has a 16-byte .cg copy in
-//         flight that carries the policy (.L2::cache_hint).
+// TODO 9: afterwards the first function returns an L2 cache policy, made on the device,
+//         that gives every line it is applied to (all of them, not a fraction) the eviction
+//         priority its template argument asks for: kept longest (EvictLast) or evicted
+//         first; the second has one 16-byte copy in flight that bypasses L1 and carries
+//         that policy, so that L2 applies it to the lines the copy brings in.
 // BEGIN SOLUTION
 template <bool EvictLast>
 __device__ inline std::uint64_t make_policy() {

@@ -27,7 +27,8 @@ __device__ inline std::uint32_t shared_address(const void* p) {
 /// TODO 1: starts copying Size bytes from global `src` to shared `dst`, both aligned to Size.
 template <CacheOp Op, int Size, Prefetch P = Prefetch::none>
 __device__ inline void cp_async(void* dst, const void* src);
-/// TODO 2: cp.async.commit_group, cp.async.wait_group N, cp.async.wait_all.
+/// TODO 2: close this thread's copies into a group; wait until at most N of its groups are
+/// pending; wait for all of its copies.
 __device__ inline void commit_group();
 template <int N>
 __device__ inline void wait_group();
@@ -40,7 +41,8 @@ __device__ inline void cp_async_zero_fill(void* dst, const void* src, unsigned s
 /// gets Size zero bytes (src must still be a valid address).
 template <CacheOp Op, int Size>
 __device__ inline void cp_async_ignore_src(void* dst, const void* src, bool ignore);
-/// TODO 5: the mbarrier operations, on a 64-bit mbarrier in shared memory.
+/// TODO 5: the mbarrier operations, on a 64-bit mbarrier in shared memory: set the expected
+/// arrival count; track this thread's copies in the current phase; arrive; test a phase.
 __device__ inline void mbarrier_init(std::uint64_t* bar, unsigned count);
 template <bool NoInc>
 __device__ inline void async_arrive(std::uint64_t* bar);
@@ -52,14 +54,15 @@ template <Form F>
 __device__ void start_batch(uint4* buffer, const std::uint32_t* in, std::size_t k, std::size_t mine,
                             std::size_t batch, std::size_t n, int vectors_per_thread,
                             std::uint64_t* bar);
-/// TODO 7: before the block computes batch k of a Stages-stage schedule: batch k has landed
+/// TODO 7: before the block computes batch k of a Stages-stage schedule: batch k has arrived
 /// and every thread is done with batch k - 1.
 template <Form F, int Stages>
 __device__ void wait_for_batch(std::uint64_t* barriers, std::size_t k);
 /// TODO 8: the tail kernel's branch-free copy of the 16-byte chunk at `column` of `row`.
 __device__ inline void copy_chunk_branch_free(uint4* dst, const std::uint32_t* in, std::size_t row,
                                               std::size_t column, Rows shape);
-/// TODO 9: an L2 policy (evict_last or evict_first) and a 16-byte .cg copy that carries one.
+/// TODO 9: an L2 eviction policy (kept longest or evicted first) and a 16-byte copy that
+/// bypasses L1 and carries one.
 template <bool EvictLast>
 __device__ inline std::uint64_t make_policy();
 __device__ inline void cp_async_cg16_hint(void* dst, const void* src, std::uint64_t policy);

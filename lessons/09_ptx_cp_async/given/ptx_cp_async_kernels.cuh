@@ -1,8 +1,7 @@
 // Lesson 09's kernels. Read-only: they call the functions you write in ptx_cp_async.cu
-// (cp_async, commit_group, wait_all, start_batch, wait_for_batch, copy_chunk_branch_free,
-// make_policy, ...), which ptx_cp_async_device.cuh declares. The build compiles
-// ptx_cp_async.cu, then ptx_cp_async_launch.cu, which includes this file, as one unit, where
-// your definitions are.
+// (the wrappers, start_batch, wait_for_batch, copy_chunk_branch_free, ...), which
+// ptx_cp_async_device.cuh declares. The build compiles ptx_cp_async.cu, then
+// ptx_cp_async_launch.cu, which includes this file, as one unit, where your definitions are.
 #pragma once
 
 #include <cstddef>
@@ -40,8 +39,8 @@ __global__ void multi_stage_kernel(const std::uint32_t* __restrict__ in,
   auto buffer = [&](std::size_t k) { return shared_storage + (k % Stages) * (batch / 4); };
   course::batches::poison_shared(shared_storage, Stages * batch * sizeof(std::uint32_t), hold_ns);
   if constexpr (uses_mbarrier(F)) {
-    // Every thread arrives once per batch (its cp.async.mbarrier.arrive, and for the form
-    // without .noinc an ordinary arrive as well): the expected count is the block size.
+    // Every thread counts once per batch (start_batch, TODO 6): the expected count is the
+    // block size.
     if (threadIdx.x == 0) {
       for (int s = 0; s < Stages; ++s) mbarrier_init(&barriers[s], blockDim.x);
     }

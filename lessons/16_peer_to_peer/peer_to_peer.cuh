@@ -36,7 +36,7 @@ struct PeerLink {
 
 /// Queries the link between `a` and `b` in both directions and leaves peer access enabled
 /// both ways. May be called again: a second call succeeds, reports was_enabled, and leaves
-/// no error behind (cudaGetLastError() returns cudaSuccess). Restores the current device.
+/// no error behind (the last error reads cudaSuccess afterwards). Restores the current device.
 /// Yours (TODO 1).
 PeerLink connect(int a, int b);
 

@@ -2,13 +2,15 @@
 //
 // Lesson 16: moving data between two GPUs of one host.
 //
-// With peer access enabled, GPU 0's kernels and copies can use GPU 1's memory through the
-// same 64-bit pointers (unified addressing): a copy engine moves it (cudaMemcpyPeerAsync),
-// or the SMs load from it (pull) or store to it (push), over NVLink where there is one.
+// With peer access enabled, one GPU's kernels and copies can use another GPU's memory through
+// the same 64-bit pointers (unified addressing): a copy engine moves the bytes, or the SMs
+// load from the peer (pull) or store to it (push), over NVLink where there is one. Streams
+// and events belong to one device each, yet a stream may wait on another device's event:
+// that orders work on two GPUs without the host waiting.
 //
-// Yours: join two GPUs (TODO 1), the copy kernel that pulls or pushes over the link
-// (TODO 2), both directions at once with one stream per GPU (TODO 3), and the order of one
-// step of a halo exchange around a ring of GPUs, overlapped with the compute (TODO 4).
+// Yours: peer access both ways (TODO 1), an SM copy that pulls or pushes over the link
+// (TODO 2), both directions at once (TODO 3), and one step of a halo exchange around a ring
+// of GPUs whose exchange hides behind the compute (TODO 4).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -43,10 +45,11 @@ PeerLink connect(int a, int b) {
   link.ba = query_direction(b, a);
   int current = 0;
   COURSE_CHECK(cudaGetDevice(&current));
-  // TODO 1: leave peer access enabled both ways (a's kernels and copies reach b's memory,
-  //         and b's reach a's), and record in was_enabled whether each direction already
-  //         was. Calling connect() twice must succeed and leave no error behind: the next
-  //         cudaGetLastError() returns cudaSuccess. The current device is restored below.
+  // TODO 1: afterwards peer access is enabled both ways: a's kernels and copies reach b's
+  //         memory, and b's reach a's. link.ab.was_enabled and link.ba.was_enabled say
+  //         whether that direction already was before this call. A second call succeeds and
+  //         leaves no error behind (the runtime's last error reads as a success afterwards);
+  //         any other failure throws. The current device is restored below.
   // BEGIN SOLUTION
   for (PeerDirection* d : {&link.ab, &link.ba}) {
     const int from = d == &link.ab ? a : b;
@@ -69,14 +72,16 @@ template <class V>
 __global__ void peer_copy_kernel(const std::byte* src, std::byte* dst, std::size_t bytes) {
   static_assert(alignof(V) == sizeof(V) && (sizeof(V) & (sizeof(V) - 1)) == 0,
                 "V must be a power-of-two size aligned to it, or one V is not one load");
-  // src, dst: sizeof(V)-aligned; bytes: any count. Thread t of the grid (t = blockIdx.x x
-  // blockDim.x + threadIdx.x, T threads in all) copies vectors t, t + T, t + 2T, ...
+  // src, dst: sizeof(V)-aligned; bytes: any count. thread: this thread's rank in the grid,
+  // threads: how many threads the grid has.
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  // TODO 2: copy bytes / sizeof(V) whole vectors with one load and one store of type V
-  //         each, the grid's threads striding over them (consecutive threads, consecutive
-  //         vectors), then the bytes % sizeof(V) bytes after the last whole vector one byte
-  //         at a time. Every byte of dst[0, bytes) is written; nothing outside it is touched.
+  // TODO 2: afterwards dst[0, bytes) holds src[0, bytes), and no byte outside it was touched.
+  //         Every whole V that fits in the bytes moves as one load and one store of type V;
+  //         the grid's threads share those vectors, each exactly once, consecutive threads
+  //         taking consecutive vectors, whatever the grid's size. The bytes past the last
+  //         whole vector (fewer than sizeof(V)) move one at a time, shared the same way.
+  //         No barrier, no shared memory.
   // BEGIN SOLUTION
   // STARTER: (void)thread, (void)threads, (void)src, (void)dst, (void)bytes;
   const std::size_t vectors = bytes / sizeof(V);
@@ -90,11 +95,11 @@ __global__ void peer_copy_kernel(const std::byte* src, std::byte* dst, std::size
 }
 
 void issue_both_directions(const BothWays& w, cudaStream_t stream_a) {
-  // TODO 3: enqueue the copy a -> b (src_a to dst_b) on stream_a and the copy b -> a
-  //         (src_b to dst_a) on w.stream_b, so that the two run at the same time on the two
-  //         GPUs' copy engines. Neither may start before the work enqueued on stream_a so
-  //         far has finished; work enqueued on stream_a after this call must wait for both.
-  //         Use w.fork (an event of device a) and w.join (an event of device b).
+  // TODO 3: the copy a -> b (src_a to dst_b) and the copy b -> a (src_b to dst_a) run at
+  //         the same time on copy engines, one in stream_a's order, the other in
+  //         w.stream_b's. Neither starts before the work enqueued on stream_a so far has
+  //         finished; work enqueued on stream_a after this call starts only after both have.
+  //         The host never waits. w.fork is an event of device a, w.join one of device b.
   // BEGIN SOLUTION
   // STARTER: (void)w, (void)stream_a;
   COURSE_CHECK(cudaEventRecord(w.fork, stream_a));
@@ -108,18 +113,19 @@ void issue_both_directions(const BothWays& w, cudaStream_t stream_a) {
 
 void halo_step(HaloRing& ring) {
   const int n = ring.size();
-  // TODO 4: one step on every GPU g of the ring: ring.push_halos(g) on its copy stream,
-  //         ring.compute_interior(g) and ring.compute_boundary(g) on its compute stream, so
-  //         that the exchange runs while the interior is computed. Order them with the
-  //         events computed(g) and sent(g) (cudaStreamWaitEvent works across devices):
-  //         - a push reads g's input and writes into its neighbours' inputs: it may start
-  //           only when g and both neighbours have finished their previous step;
-  //         - the boundary reads the halos both neighbours send, and the next step
-  //           overwrites what g's own push reads: it waits for all three sends;
-  //         - computed(g) marks the end of g's step, sent(g) the end of g's pushes.
-  //         A wait takes the event's latest record at the time of the call: issue every
-  //         GPU's pushes (which wait on the previous step's computed) before any GPU
-  //         records this step's computed. The buffers are swapped after this region.
+  // TODO 4: one step on every GPU of the ring: its halo pushes in its copy stream's order,
+  //         its interior and its boundary in its compute stream's, the pushes running while
+  //         the interior is computed. The README's table says which rows each of them reads
+  //         and writes. Afterwards, with the host waiting for nothing:
+  //         - no push reads rows its own GPU's previous step has not finished writing, nor
+  //           overwrites a halo that a neighbour may still be reading;
+  //         - no boundary reads a halo before both pushes into it have arrived;
+  //         - nothing of the next step overwrites rows that this step's pushes still read;
+  //         - each GPU's two events of the ring, once complete, mean what their comments in
+  //           peer_to_peer.cuh say (the next step's waits rely on that).
+  //         A wait sees the last record of its event issued before the wait: issue the
+  //         records and the waits so that every wait sees the step it is meant for.
+  //         The buffers are swapped after this region.
   // BEGIN SOLUTION
   // STARTER: (void)n;
   for (int g = 0; g < n; ++g) {

@@ -1,4 +1,16 @@
 // Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
+//
+// Lesson 17: NCCL collectives overlapped with GEMMs.
+//
+// Every rank (one process, or here in the tests one thread, per GPU) joins one communicator
+// from an id that rank 0 made. A tensor-parallel layer is a collective and a GEMM that
+// depend on each other; cut into chunks, with the collectives on a communication stream and
+// the GEMMs on the compute stream, chunk i's collective can run while a neighbouring chunk's
+// GEMM computes, as long as one event per chunk says what waits for what, and the compute
+// stream, at the end, stands for everything the layer did.
+//
+// Yours: joining the communicator (TODO 1), the all-gather layer's schedule (TODO 2), the
+// reduce-scatter layer's schedule (TODO 3) and its end (TODO 4).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -11,9 +23,10 @@ namespace nccl_overlap {
 
 ncclComm_t init_communicator(const ncclUniqueId& id, int rank, int ranks,
                              const ncclConfig_t& config) {
-  // TODO 1: join the communicator of `ranks` ranks that rank 0's id names, as rank `rank`,
-  //         with `config` (NCCL copies what it needs). Every rank makes this call with the same
-  //         id; it returns when all of them have. Check the call: a failure must throw.
+  // TODO 1: return this rank's communicator: rank `rank` of the `ranks` ranks that join with
+  //         rank 0's id, created with the settings in `config` (the caller's, read-only here;
+  //         NCCL copies what it needs). Every rank makes this call with the same id; it
+  //         returns when all of them have. A failure throws NcclError.
   // BEGIN SOLUTION
   ncclComm_t comm = nullptr;
   ncclConfig_t copy = config;  // NCCL takes a non-const pointer
@@ -31,12 +44,12 @@ void issue_allgather_overlapped(const Layers& layers, const std::vector<LayerChu
   // before that. Record it once, let the communication stream wait for it.
   COURSE_CHECK(cudaEventRecord(streams.ready, compute));
   COURSE_CHECK(cudaStreamWaitEvent(streams.comm, streams.ready, 0));
-  // TODO 2: for every chunk i, in order:
-  //  - its all-gather on streams.comm (all_gather(), wrapped in record_operation() with
-  //    kGatherStage), then record streams.collective_done[i] on streams.comm;
-  //  - its GEMM (chunk.gemm) on `compute`, wrapped with kGemmStage, and never before chunk
-  //    i's all-gather is done (make `compute` wait for collective_done[i]).
-  //  So chunk i + 1's all-gather runs while chunk i's GEMM does. Nothing may wait on the host.
+  // TODO 2: for every chunk, in order: its all-gather in streams.comm's order, its GEMM in
+  //         `compute`'s, each enqueued through the timeline wrapper of nccl_overlap.cuh with
+  //         the chunk's index and the stage of its kind. A chunk's GEMM never starts before
+  //         that chunk's all-gather is done, and waits for nothing else, so that chunk i + 1's
+  //         all-gather runs while chunk i's GEMM does. Each chunk's handover has an event of
+  //         its own in `streams`, never reused within the run. Nothing waits on the host.
   // BEGIN SOLUTION
   for (const LayerChunk& chunk : chunks) {
     const auto i = static_cast<std::size_t>(chunk.index);
@@ -60,12 +73,12 @@ void issue_reduce_scatter_overlapped(const Layers& layers, const std::vector<Lay
   // (an earlier run may still be reading them).
   COURSE_CHECK(cudaEventRecord(streams.ready, compute));
   COURSE_CHECK(cudaStreamWaitEvent(streams.comm, streams.ready, 0));
-  // TODO 3: for every chunk i, in order:
-  //  - its GEMM (chunk.gemm) on `compute`, wrapped in record_operation() with kGemmStage,
-  //    then record streams.gemm_done[i] on `compute`;
-  //  - its reduce-scatter on streams.comm (reduce_scatter(), wrapped with kScatterStage),
-  //    never before chunk i's GEMM is done.
-  //  So chunk i's reduce-scatter runs while chunk i + 1's GEMM does.
+  // TODO 3: for every chunk, in order: its GEMM in `compute`'s order, its reduce-scatter in
+  //         streams.comm's, each enqueued through the timeline wrapper with the chunk's index
+  //         and the stage of its kind. A chunk's reduce-scatter never starts before that
+  //         chunk's GEMM is done, and the GEMMs never wait for a reduce-scatter, so that chunk
+  //         i's reduce-scatter runs while chunk i + 1's GEMM does. Each chunk's handover has an
+  //         event of its own in `streams`. Nothing waits on the host.
   // BEGIN SOLUTION
   for (const LayerChunk& chunk : chunks) {
     const auto i = static_cast<std::size_t>(chunk.index);
@@ -77,8 +90,9 @@ void issue_reduce_scatter_overlapped(const Layers& layers, const std::vector<Lay
   }
   // STARTER: (void)layers, (void)chunks, (void)timeline;
   // END SOLUTION
-  // TODO 4: the join. When `compute` has finished, every reduce-scatter must have finished
-  //         too (the caller reads z_shard after synchronising `compute` alone).
+  // TODO 4: when `compute` has finished, every reduce-scatter has finished too: the caller
+  //         synchronises `compute` alone, then reads z_shard, and its next run's GEMMs
+  //         overwrite `partial`. The host waits for nothing; at most 2 lines.
   // BEGIN SOLUTION
   COURSE_CHECK(cudaEventRecord(streams.comm_done, streams.comm));
   COURSE_CHECK(cudaStreamWaitEvent(compute, streams.comm_done, 0));

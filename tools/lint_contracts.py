@@ -17,7 +17,8 @@ Checked (exit 1 naming each problem), for the lessons with hint ladders
   - the shares above within the lesson's target: TARGETS below;
   - no TODO text or hint rung other than the last holds a token of its own TODO's answer,
     except the lesson's ALLOWED words (its subject, and in lessons 00-04 the API family a TODO
-    may name) and the names the starter's own code shows (a given helper, a loop variable);
+    may name) and the names the starter's own code shows (a given helper, a loop variable),
+    which a TODO text may still not write as a call;
   - the first rung of every ladder holds no code (no call, no statement).
 Lessons without ladders are measured, not checked.
 
@@ -36,8 +37,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from course_cli.starter import STARTER_RE, generate_starter  # noqa: E402
-from mutation import regions  # noqa: E402
+from course_cli.exercise import todo_blocks  # noqa: E402
+from course_cli.starter import generate_starter  # noqa: E402
+from files_per_exercise import regions_by_todo, strip_comments  # noqa: E402
 
 # The share of answer tokens a student may copy from the TODO text or the starter's
 # comments (COURSE_DESIGN.md 4a): lessons 00-04 teach the API itself and may name it.
@@ -60,11 +62,6 @@ MEMBER = re.compile(r"\.\s*([A-Za-z_]\w*)\s*(?=\()")
 OPERAND = r"(?:[A-Za-z_][\w.]*(?:\(\))?|\d+[uUlL]*)"
 EXPRESSION = re.compile(rf"{OPERAND}(?:\s*(?:<<|>>|[-+*/%&|^])\s*{OPERAND})+")
 CODE_IN_TEXT = re.compile(r"\w\s*\([^)]*\)\s*;|[A-Za-z_]\w*\([^)]*\)|;\s*$")
-
-
-def strip_comments(code):
-    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
-    return re.sub(r"//[^\n]*", "", code)
 
 
 def answer_tokens(code):
@@ -105,17 +102,6 @@ def shown_in_code(token, code):
     return token.replace(" ", "") in flat.replace(" ", "")
 
 
-def todo_regions(solution):
-    """[(todo, answer code)] of a solution text, one entry per region."""
-    lines = solution.splitlines()
-    found = []
-    for region in regions(solution):
-        body = lines[region["begin"]:region["end"] - 1]
-        answer = "\n".join(l for l in body if not STARTER_RE.match(l))
-        found.append((region["todo"], answer))
-    return found
-
-
 def comments(text):
     return "\n".join(m.group(1) for m in re.finditer(r"//([^\n]*)", text))
 
@@ -123,18 +109,9 @@ def comments(text):
 def todo_texts(starter):
     """{todo: the text of its TODO comment blocks} of a starter."""
     texts = {}
-    lines = starter.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"^(\s*)// TODO (\d+)[^:]*:(.*)$", line)
-        if not m:
-            continue
-        block = [m.group(3)]
-        for more in lines[i + 1:]:
-            c = re.match(rf"^{re.escape(m.group(1))}//  +(.*)$", more)
-            if not c:
-                break
-            block.append(c.group(1))
-        texts[m.group(2)] = texts.get(m.group(2), "") + " ".join(block) + "\n"
+    for block in todo_blocks(starter):
+        key = str(block.number)
+        texts[key] = texts.get(key, "") + " ".join(block.text) + "\n"
     return texts
 
 
@@ -195,10 +172,9 @@ def measure_lesson(reader, lesson):
     allowed = ALLOWED.get(number, set())
     result = {"lesson": lesson, "tokens": 0, "todo": 0, "comments": 0, "readme": 0,
               "problems": [], "checked": ladders is not None}
-    by_todo = {}
-    for todo, answer in todo_regions(solution):
-        by_todo.setdefault(todo, set()).update(answer_tokens(answer))
-    for todo, tokens in sorted(by_todo.items(), key=lambda t: int(t[0]) if t[0].isdigit() else 0):
+    by_todo = {str(todo): answer_tokens(answer)
+               for todo, (_, answer) in sorted(regions_by_todo(solution).items())}
+    for todo, tokens in by_todo.items():
         result["tokens"] += len(tokens)
         todo_text = texts.get(todo, "")
         result["todo"] += sum(copyable(t, todo_text) for t in tokens)
@@ -209,7 +185,10 @@ def measure_lesson(reader, lesson):
         # A name the starter's own code shows (a given helper, a variable the loop declares)
         # may be named in a contract: the student sees it anyway.
         own = {t for t in tokens - allowed if not shown_in_code(t, given_code)}
-        leaks = sorted(t for t in own if copyable(t, todo_text))
+        # ...but not as a call: "before copy_batch() starts" dictates the answer's shape.
+        called = {t for t in tokens - allowed if re.fullmatch(r"[\w:]+", t) and
+                  re.search(rf"(?<![\w:.]){re.escape(t)}\s*\(", " ".join(todo_text.split()))}
+        leaks = sorted({t for t in own if copyable(t, todo_text)} | called)
         if leaks:
             result["problems"].append(f"{lesson} TODO {todo}: the TODO text holds {leaks}")
         rungs = ladders.get(todo, {}).get("hints", [])
@@ -272,6 +251,8 @@ def self_test():
         failures.append("a named call was not found copyable")
     if copyable("wait", "consumer_wait() waits"):
         failures.append("a part of a longer name was found copyable")
+    if not CALL.search("before copy_batch() starts"):
+        failures.append("a call in a TODO's text was not seen")
     if copyable("arrive", "every thread must arrive") or not copyable("arrive", "call `arrive`"):
         failures.append("an English word misjudged as code, or code missed")
     if not copyable("v * blockDim.x + t", "vector v*blockDim.x+t of the batch"):

@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     const Batch b = batch_of_block(k, batch, n);
     hooks.before_copy();
 
-    // TODO 2: the producer side of the stage. Before copy_my_share() starts this thread's
+    // TODO 2: the producer side of the stage. Before the call below starts this thread's
     //         copies of batch b, the stage is claimed for them; after it, they are closed off
     //         as this stage's copies, so that a later wait covers exactly them. Every thread
     //         takes both steps in every iteration (here they wait for nobody else).
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     const Batch b = batch_of_block(k, batch, n);
     hooks.before_copy();
 
-    // TODO 6: the producer side of the stage, at block scope. Before copy_batch() starts
+    // TODO 6: the producer side of the stage, at block scope. Before the call below starts
     //         the block's copy of batch b, the stage is claimed (with one stage, that returns
     //         only once every thread has given the previous batch back); after it, this
     //         thread's part of the copy is closed off as this stage's. Do TODOs 6, 7 and 8

@@ -7,14 +7,10 @@
 // bytes it was told to expect have been paid. Every completion of a barrier ends one phase and
 // a wait names its phase by a single bit: a waiter must know which use of *that* barrier it
 // is waiting for. Shared memory written by the threads and read by the TMA (or the reverse)
-// crosses between two proxies, which are ordered only where the code orders them.
-//
-// 1. single_ptx_kernel: one buffer, every PTX instruction written as its cuda::ptx call; the
-//    outputs are computed into a second shared buffer and leave through the TMA as well.
-// 2. single_barrier_kernel: the same load with the libcu++ barrier instead of a raw mbarrier.
-// 3. pipeline_kernel<Stages>: a ring of buffers, a full and an empty mbarrier per buffer, one
-//    producer warp (one elected lane issues), consumers that compute straight to global memory.
-// Every wait is bounded (course/mbarrier.cuh); kernel bodies build for sm_90 only (#if).
+// crosses between two proxies, which are ordered only where the code orders them. Kernels:
+// single_ptx_kernel (cuda::ptx; the outputs leave through the TMA too), single_barrier_kernel
+// (the libcu++ barrier), pipeline_kernel<Stages> (a ring of buffers, a full and an empty
+// mbarrier each, one producer warp). Every wait is bounded; bodies build for sm_90 only (#if).
 #include "tma_bulk_copy.cuh"
 
 #include <cooperative_groups.h>
@@ -39,9 +35,8 @@ using device::BlockBarrier;
 
 constexpr std::uint32_t kBrokenExtraBytes = 16;  // the DELIBERATELY BROKEN expect_tx surplus
 
-/// The issuing thread's part of a batch, cuda::ptx flavour: batch `b` of the input on its way
-/// into `staged`, completing on `full`. `extra` is 0 except in the broken variant. (Like every
-/// helper here, only the sm_90 kernel bodies call it.)
+/// The issuing thread's part of a batch, cuda::ptx flavour: batch `b` on its way into `staged`,
+/// completing on `full`; `extra` is 0 but in the broken variant. (Called by sm_90 bodies only.)
 __device__ inline void issue_batch(std::uint32_t* staged, const std::uint32_t* in, Batch b,
                                    std::uint64_t* full, std::uint32_t extra) {
   const std::uint32_t bytes = bulk_bytes(b.count);
@@ -57,10 +52,9 @@ __device__ inline void issue_batch(std::uint32_t* staged, const std::uint32_t* i
 
 /// Before a buffer a bulk store reads is written again, or the block exits.
 __device__ inline void wait_stores_read(bool issuer) {
-  // TODO 4: afterwards no bulk store that the issuer committed is still *reading* shared
-  //         memory, so the buffer they read may be overwritten, or the block may exit. Do
-  //         not wait for more: their writes to global memory may still be under way. Only
-  //         the issuer has stores to wait for; the other threads pass at once.
+  // TODO 4: afterwards no bulk store the issuer committed still *reads* shared memory, so
+  //         their buffer may be overwritten, or the block may exit. Wait for no more (their
+  //         global writes may still be under way); only the issuer has stores to wait for.
   (void)issuer;
 }
 
@@ -78,12 +72,12 @@ __device__ void compute_and_store(const std::uint32_t* staged, std::uint32_t* re
   // TODO 5: afterwards the batch's whole 16-byte chunks of `source` are on their way to the
   //         batch's place in `out` by one bulk store from the issuer, closed as a bulk group
   //         of its own (the groups TODO 4 waits for). That store reads what every thread
-  //         wrote into `results`: ordinary (generic-proxy) writes, while the store reads
-  //         through the async proxy, so each writer's writes must be ordered for that proxy
-  //         (only where ProxyFence: it is false where no thread wrote `source`, the plain
-  //         copies, and in the DELIBERATELY BROKEN variant), and no store may start before
-  //         every thread has written. No store of 0 bytes; the issuer sends the 0-3 leftover
-  //         elements by plain stores (the device header has the helper).
+  //         wrote into `results`: generic-proxy writes, read through the async proxy, so
+  //         each writer orders its writes for that proxy (only where ProxyFence: false where
+  //         no thread wrote `source`, the plain copies, and in the DELIBERATELY BROKEN
+  //         variant), and no store starts before every thread has written. No store of 0
+  //         bytes; the issuer sends the 0-3 leftover elements by plain stores (the device
+  //         header has the helper).
   (void)source; (void)out; (void)issuer;
 }
 

@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       fill(j - 1 + Stages);
     }
     // TODO 8: consume batch j, in two places. Before the hold_back_readers line: nobody reads
-    //         buffer(j) before batch j has landed there, and every thread counts towards the
+    //         batch j's buffer before batch j has landed there, and every thread counts towards the
     //         phase that says so. After it: compute batch j into `out`, then tell the refill of
     //         this stage that this thread is done with it, without waiting for anybody. The only
     //         wait of this kernel that may name its phase by parity is TODO 7's.

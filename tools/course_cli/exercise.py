@@ -26,7 +26,7 @@ from pathlib import Path
 from .errors import CourseError
 
 HINTS_FILE = Path("given") / "hints.json"
-TODO_RE = re.compile(r"^(\s*)// TODO (\d+)( \([^)]*\))?: (.*)$")
+TODO_RE = re.compile(r"^(\s*)// TODO (\d+)([^:]*): (.*)$")
 CONTINUATION_RE = re.compile(r"^(\s*)//  +(\S.*)$")
 MIN_RUNGS, MAX_RUNGS = 3, 4
 
@@ -39,7 +39,7 @@ class TodoBlock:
     first: int  # index of its first line in the file's lines
     last: int  # index of its last line
     indent: str
-    tag: str  # " (bug hunt)", " (worked example)" or ""
+    tag: str  # between the number and the colon: " (bug hunt)", " (worked example)" or ""
     text: list[str]  # the contract's lines, without the comment prefix
 
 

@@ -24,20 +24,19 @@ from course_cli.errors import CourseError  # noqa: E402
 FIXTURE_CATALOG = {
     "lessons": [
         {"number": "00", "slug": "alpha", "title": "First \"quoted\" lesson", "minutes": 30,
-         "min_cc": "8.0", "ready": True, "hints": ["Look at the first thing.", "Then the second."],
-         "title_zh": "第一课", "hints_zh": ["先看第一件事。", "再看第二件。"]},
+         "min_cc": "8.0", "ready": True, "title_zh": "第一课"},
         {"number": "01", "slug": "beta", "title": "Second lesson", "minutes": 60,
-         "min_cc": "8.0", "ready": True, "hints": []},
+         "min_cc": "8.0", "ready": True},
         {"number": "02", "slug": "gamma", "title": "Needs Hopper", "minutes": 90,
-         "min_cc": "9.0", "ready": True, "hints": []},
+         "min_cc": "9.0", "ready": True},
         {"number": "03", "slug": "delta", "title": "Planned lesson", "minutes": 60,
-         "min_cc": "8.0", "ready": False, "hints": []},
+         "min_cc": "8.0", "ready": False},
     ]
 }
 
 # A lesson that needs two GPUs, added to the fixture by the tests of `list` and `tour`.
 TWO_GPU_LESSON = {"number": "04", "slug": "epsilon", "title": "Two GPUs", "minutes": 60,
-                  "min_cc": "8.0", "ready": True, "hints": [], "min_gpus": 2}
+                  "min_cc": "8.0", "ready": True, "min_gpus": 2}
 
 
 def add_two_gpu_lesson(root):
@@ -123,6 +122,17 @@ def write_script(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
+LADDERS = {"todos": {
+    "1": {"contract_zh": ["返回答案。\n第二行。"],
+          "hints": ["What is the answer?", "README, section Answers.", "return twice x plus 42",
+                    "int y = x * 2;\nreturn y + 42;"],
+          "hints_zh": ["答案是什么？", "README 的答案一节。", "返回 x 的两倍加 42", "int y = x * 2;\nreturn y + 42;"]},
+    "2": {"contract_zh": ["暂时什么都不做。"],
+          "hints": ["Why nothing?", "README, section Nothing.", "if true: nothing"],
+          "hints_zh": ["为什么什么都不做？", "README 的无事一节。", "若为真：什么都不做"]},
+}}
+
+
 def make_repo(base: Path) -> Path:
     """A minimal repository: the course tool, a fixture catalog and solutions."""
     root = base / "repo"
@@ -144,6 +154,9 @@ def make_repo(base: Path) -> Path:
         for file_name, text in files.items():
             (root / "solutions" / name / file_name).write_text(text)
         (root / "lessons" / name / "main.cu").write_text("int main() {}\n")
+    # Lesson 00 has TODOs, and so its hint ladders; 01 and 02 have none.
+    (root / "lessons/00_alpha/given").mkdir()
+    (root / "lessons/00_alpha/given/hints.json").write_text(json.dumps(LADDERS, ensure_ascii=False))
     return root
 
 
@@ -198,10 +211,10 @@ class LanguageTest(RepoTestCase):
             self.assertIn("Second lesson", result.stdout, args)  # no title_zh: the English one
             self.assertIn("README.zh.md", result.stdout, args)
         result = self.course("hint", "00", "--lang", "zh")
-        self.assertIn("先看第一件事。", result.stdout)
-        self.assertIn("第 00 课（第一课）的提示 1/2", result.stdout)
+        self.assertIn("答案是什么？", result.stdout)
+        self.assertIn("第 00 课（第一课）TODO 1 的提示 1/4", result.stdout)
         english = self.course("--lang", "en", "hint", "00", "1", env=dict(self.env, LANG="zh_CN"))
-        self.assertIn("Look at the first thing.", english.stdout)
+        self.assertIn("What is the answer?", english.stdout)
         unknown = self.course("--lang", "zh", "hint", "99")
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("没有这一课", unknown.stderr)
@@ -244,16 +257,20 @@ class LanguageTest(RepoTestCase):
         self.assertEqual(missing, [], "messages without a Chinese entry in i18n.ZH")
 
     def test_every_lesson_has_its_chinese_title_and_hints(self):
+        from course_cli import exercise
         for lesson in catalog.load_catalog(REPO):
             self.assertTrue(lesson.title_zh, lesson.name)
-            self.assertEqual(len(lesson.hints_zh), len(lesson.hints), lesson.name)
+            ladders = exercise.load_ladders(REPO, lesson)  # equal rungs per edition, or raises
+            self.assertTrue(ladders, lesson.name)
+            for number, ladder in ladders.items():
+                self.assertTrue(ladder.contract_zh, f"{lesson.name} TODO {number}")
 
-    def test_hints_zh_must_match_the_hints(self):
-        bad = dict(FIXTURE_CATALOG["lessons"][0], hints_zh=["只有一条。"])
-        (self.root / "lessons" / "catalog.json").write_text(json.dumps({"lessons": [bad]}))
+    def test_hints_in_the_catalog_are_rejected(self):
+        stale = dict(FIXTURE_CATALOG["lessons"][0], hints=["A lesson-wide hint."])
+        (self.root / "lessons" / "catalog.json").write_text(json.dumps({"lessons": [stale]}))
         result = self.course("list")
         self.assertEqual(result.returncode, 2)
-        self.assertIn("hints_zh has 1 hints, hints 2", result.stderr)
+        self.assertIn("hints live in lessons/NN_slug/given/hints.json", result.stderr)
 
 
 # ------------------------------------------------------------------------ generator
@@ -389,12 +406,11 @@ class CatalogTest(unittest.TestCase):
         self.assertIn("00", built)
         self.assertEqual(self.lessons[1].name, "01_register_staged")
         self.assertEqual({l.number for l in self.lessons if l.min_cc == "9.0"}, {"10", "11"})
-        # Every ready lesson has hints: a ladder per TODO (given/hints.json, checked by
-        # `sync --check`), or the catalog's lesson-wide ones.
+        # Every ready lesson has a hint ladder per TODO (given/hints.json, checked by
+        # `sync --check`).
         from course_cli import exercise
         for lesson in self.lessons:
-            ladders = exercise.load_ladders(REPO, lesson)
-            self.assertEqual(bool(ladders) or bool(lesson.hints), lesson.ready, lesson.name)
+            self.assertEqual(bool(exercise.load_ladders(REPO, lesson)), lesson.ready, lesson.name)
 
     def test_lookup_forms(self):
         for text in ("1", "01", "01_register_staged", "register_staged", "Register_Staged", "001"):
@@ -422,7 +438,7 @@ class CatalogTest(unittest.TestCase):
         lessons = [
             catalog.Lesson("00", "a", 'Say "hi" \\ there', 30, "8.0", True),
             catalog.Lesson("10", "b", "Hopper", 90, "9.0", False),
-            catalog.Lesson("16", "c", "Two", 90, "8.0", True, [], 2),
+            catalog.Lesson("16", "c", "Two", 90, "8.0", True, min_gpus=2),
         ]
         lines = catalog.catalog_inc_text(lessons).splitlines()
         self.assertTrue(lines[0].startswith("// Generated by ./course sync from lessons/catalog.json"))
@@ -491,21 +507,22 @@ class CliTest(RepoTestCase):
 
     def test_hints_come_one_at_a_time(self):
         self.env["COURSE_BUILD_ROOT"] = str(self.base / "builds")
-        result = self.course("hint", "alpha")
+        result = self.course("hint", "alpha", "--todo", "2")
         self.assertEqual(result.returncode, 0)
-        self.assertIn("Hint 1 of 2", result.stdout)
-        self.assertIn("Look at the first thing.", result.stdout)
-        self.assertNotIn("Then the second.", result.stdout)
-        result = self.course("hint", "00_alpha")
-        self.assertIn("Hint 2 of 2", result.stdout)
-        self.assertIn("Then the second.", result.stdout)
-        self.assertNotIn("first thing", result.stdout)
-        self.assertIn("last hint", result.stdout)
-        again = self.course("hint", "0")  # no further hint: the last one again
-        self.assertIn("Hint 2 of 2", again.stdout)
-        result = self.course("hint", "00_alpha", "1")  # any hint seen can be asked for again
+        self.assertIn("Hint 1 of 3", result.stdout)
+        self.assertIn("Why nothing?", result.stdout)
+        self.assertNotIn("README, section Nothing.", result.stdout)
+        result = self.course("hint", "00_alpha", "--todo", "2")
+        self.assertIn("Hint 2 of 3", result.stdout)
+        self.assertIn("README, section Nothing.", result.stdout)
+        self.assertNotIn("Why nothing?", result.stdout)
+        self.assertIn("Hint 3 of 3", self.course("hint", "0", "--todo", "2").stdout)
+        again = self.course("hint", "0", "--todo", "2")  # no further hint: the last one again
+        self.assertIn("Hint 3 of 3", again.stdout)
+        self.assertIn("last hint", again.stdout)
+        result = self.course("hint", "00_alpha", "1", "--todo", "2")  # any rung, again
         self.assertEqual(result.returncode, 0)
-        self.assertIn("first thing", result.stdout)
+        self.assertIn("Why nothing?", result.stdout)
 
     def test_bad_lesson_names_are_usage_errors(self):
         for name in ("\u00b2", "99", "", "01_gamma"):
@@ -514,16 +531,17 @@ class CliTest(RepoTestCase):
             self.assertNotIn("Traceback", result.stderr)
 
     def test_hint_out_of_range(self):
-        for k in ("0", "3", "-1"):
+        for k in ("0", "5", "-1"):
             result = self.course("hint", "0", k)
             self.assertEqual(result.returncode, 2, k)
-            self.assertIn("1 to 2", result.stderr)
+            self.assertIn("1 to 4", result.stderr)
 
     def test_lesson_without_hints(self):
         result = self.course("hint", "1")
         self.assertEqual(result.returncode, 0)
         self.assertIn("has no hints", result.stdout)
         self.assertEqual(self.course("hint", "1", "1").returncode, 0)
+        self.assertEqual(self.course("hint", "1", "--todo", "1").returncode, 0)
 
     def test_extra_arguments_only_where_accepted(self):
         result = self.course("hint", "0", "--", "x")
@@ -557,24 +575,13 @@ class CliTest(RepoTestCase):
 
 # ---------------------------------------------------------------- hint ladders per TODO
 
-LADDERS = {"todos": {
-    "1": {"contract_zh": ["返回答案。\n第二行。"],
-          "hints": ["What is the answer?", "README, section Answers.", "return twice x plus 42",
-                    "int y = x * 2;\nreturn y + 42;"],
-          "hints_zh": ["答案是什么？", "README 的答案一节。", "返回 x 的两倍加 42", "int y = x * 2;\nreturn y + 42;"]},
-    "2": {"contract_zh": ["暂时什么都不做。"],
-          "hints": ["Why nothing?", "README, section Nothing.", "if true: nothing"],
-          "hints_zh": ["为什么什么都不做？", "README 的无事一节。", "若为真：什么都不做"]},
-}}
 
 
 class LadderTest(RepoTestCase):
     def setUp(self):
         super().setUp()
         self.env["COURSE_BUILD_ROOT"] = str(self.base / "builds")
-        self.ladders = self.root / "lessons/00_alpha/given/hints.json"
-        self.ladders.parent.mkdir(parents=True)
-        self.ladders.write_text(json.dumps(LADDERS, ensure_ascii=False))
+        self.ladders = self.root / "lessons/00_alpha/given/hints.json"  # written by make_repo
         self.sync()
 
     def test_the_first_unfinished_todo_one_rung_at_a_time(self):
@@ -627,6 +634,11 @@ class LadderTest(RepoTestCase):
 
     def test_sync_check_wants_a_ladder_and_a_chinese_contract_per_todo(self):
         self.assertEqual(self.course("sync", "--check").returncode, 0)
+        self.ladders.unlink()
+        result = self.course("sync", "--check")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("alpha.cu has TODOs and lessons/00_alpha/given/hints.json is missing",
+                      result.stdout)
         broken = json.loads(json.dumps(LADDERS))
         del broken["todos"]["2"]
         broken["todos"]["1"]["contract_zh"].append("多余")
@@ -797,10 +809,7 @@ class RunAndCheckTest(FakeToolsTestCase):
         self.assertIn("阅读 lessons/00_alpha/README.zh.md", result.stdout)
 
     def test_check_fail_offers_the_next_rung_of_the_failing_todo(self):
-        ladders = self.root / "lessons/00_alpha/given/hints.json"
-        ladders.parent.mkdir(parents=True)
-        ladders.write_text(json.dumps(LADDERS, ensure_ascii=False))
-        self.sync()
+        self.sync()  # lesson 00's ladders: make_repo wrote them
         result = self.check(junit_text(passed=["L00.lesson.Cpu.a"], extra=FAILED_FOR_TODO_2),
                             ctest_exit=8)
         self.assertIn("./course hint 00 --todo 2   (the next hint for TODO 2)", result.stdout)

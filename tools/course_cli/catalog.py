@@ -1,7 +1,8 @@
 """The lesson map, read from lessons/catalog.json.
 
 Every command works from this list: which lessons exist, what their directories and
-targets are called, which are built yet, and the hints.
+targets are called and which are built yet. (Each lesson's hints are its own:
+lessons/NN_slug/given/hints.json, read by exercise.py.)
 """
 
 import json
@@ -27,15 +28,13 @@ class Lesson:
     minutes: int
     min_cc: str  # minimum compute capability, "8.0"
     ready: bool  # False while the lesson is only planned
-    hints: list[str] = field(default_factory=list)
     min_gpus: int = 1  # GPUs of one host the lesson needs ("min_gpus" in the catalog, default 1)
     # CUDA errors the lesson's correct program meets and handles on purpose (a second
     # cudaDeviceEnablePeerAccess, say): compute-sanitizer reports them, and the check, the
     # sanitize tests and the mutation tools all pass these names to tools/sanitize.py.
     expected_api_errors: list[str] = field(default_factory=list)
-    # The Chinese edition's title and hints (`./course --lang zh`); empty: the English ones.
+    # The Chinese edition's title (`./course --lang zh`); empty: the English one.
     title_zh: str = ""
-    hints_zh: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -81,14 +80,15 @@ def load_catalog(root: Path) -> list[Lesson]:
                 minutes=entry["minutes"],
                 min_cc=entry["min_cc"],
                 ready=entry["ready"],
-                hints=entry.get("hints", []),
                 min_gpus=entry.get("min_gpus", 1),
                 expected_api_errors=entry.get("expected_api_errors", []),
                 title_zh=entry.get("title_zh", ""),
-                hints_zh=entry.get("hints_zh", []),
             )
         except (KeyError, TypeError) as error:
             raise CourseError(f"{where}: missing or malformed field {error}") from None
+        if "hints" in entry or "hints_zh" in entry:
+            raise CourseError(f"{where}: hints live in lessons/NN_slug/given/hints.json, one "
+                              "ladder per TODO, not in the catalog")
         _check_lesson(lesson, where)
         lessons.append(lesson)
 
@@ -116,15 +116,8 @@ def _check_lesson(lesson: Lesson, where: str) -> None:
         raise CourseError(f"{where}: ready must be true or false")
     if not isinstance(lesson.min_gpus, int) or isinstance(lesson.min_gpus, bool) or lesson.min_gpus < 1:
         raise CourseError(f"{where}: min_gpus must be a whole number >= 1, got {lesson.min_gpus!r}")
-    if not isinstance(lesson.hints, list) or not all(isinstance(h, str) for h in lesson.hints):
-        raise CourseError(f"{where}: hints must be a list of strings")
     if not isinstance(lesson.title_zh, str):
         raise CourseError(f"{where}: title_zh must be a string")
-    if not isinstance(lesson.hints_zh, list) or not all(isinstance(h, str) for h in lesson.hints_zh):
-        raise CourseError(f"{where}: hints_zh must be a list of strings")
-    if lesson.hints_zh and len(lesson.hints_zh) != len(lesson.hints):
-        raise CourseError(f"{where}: hints_zh has {len(lesson.hints_zh)} hints, hints "
-                          f"{len(lesson.hints)}: the editions give the same hints")
     if not isinstance(lesson.expected_api_errors, list) or not all(
             isinstance(e, str) and re.fullmatch(r"cudaError\w+", e)
             for e in lesson.expected_api_errors):

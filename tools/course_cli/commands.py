@@ -341,11 +341,6 @@ def race_checks(root: Path, tree: BuildTree, lesson: Lesson) -> int:
 # ----------------------------------------------------------------------------- hint
 
 
-def hints_seen_file(root: Path, lesson: Lesson) -> Path:
-    """Where `hint` remembers how many of a lesson's hints this checkout has shown."""
-    return BuildTree(root, STUDENT_PRESET).binary_dir / "hints" / f"L{lesson.number}.seen"
-
-
 def ladder_seen_file(root: Path, lesson: Lesson) -> Path:
     """Where `hint` remembers, per TODO, how many rungs of its ladder this checkout has shown."""
     return BuildTree(root, STUDENT_PRESET).binary_dir / "hints" / f"L{lesson.number}.json"
@@ -393,10 +388,9 @@ def cmd_hint(root: Path, args: argparse.Namespace) -> int:
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
     ladders = exercise.load_ladders(root, lesson)
     if ladders is None:
-        if args.todo is not None:
-            raise CourseError(tr("lesson {number} has no hints per TODO: ./course hint {number}",
-                                 number=lesson.number), exit_code=2)
-        return lesson_wide_hint(root, lesson, args.k)
+        print(tr("Lesson {number} has no hints. Its README's pitfalls section may help.",
+                 number=lesson.number))
+        return 0
     if args.todo is None:
         pending = [t for t in todos_to_work_on(root, lesson) if t in ladders]
         if not pending:
@@ -436,42 +430,6 @@ def cmd_hint(root: Path, args: argparse.Namespace) -> int:
                  command=hint_command(lesson, todo)))
     else:
         print(tr("(That was the last hint of TODO {todo}: its code.)", todo=todo))
-    return 0
-
-
-def lesson_wide_hint(root: Path, lesson: Lesson, asked: int | None) -> int:
-    """The older lesson-wide hints of lessons/catalog.json, for a lesson without ladders."""
-    hints = i18n.hints(lesson)
-    if not hints:
-        print(tr("Lesson {number} has no hints. Its README's pitfalls section may help.",
-                 number=lesson.number))
-        return 0
-    seen_file = hints_seen_file(root, lesson)
-    try:
-        seen = max(0, min(len(hints), int(seen_file.read_text(encoding="ascii").strip())))
-    except (OSError, ValueError):
-        seen = 0
-    if asked is None:
-        k = min(seen + 1, len(hints))
-    else:
-        if not 1 <= asked <= len(hints):
-            raise CourseError(
-                tr("lesson {number} has {count} hints: ask for one of 1 to {count}",
-                   number=lesson.number, count=len(hints)),
-                exit_code=2,
-            )
-        k = asked
-    print(tr("Hint {k} of {count} for lesson {number} ({title}):", k=k, count=len(hints),
-             number=lesson.number, title=i18n.title(lesson)))
-    show_hint(hints[k - 1], is_code=False)
-    if k > seen:
-        seen_file.parent.mkdir(parents=True, exist_ok=True)
-        seen_file.write_text(f"{k}\n", encoding="ascii")
-    if k < len(hints):
-        print(tr("(Stuck after trying it? `./course hint {number}` shows the next one.)",
-                 number=lesson.number))
-    else:
-        print(tr("(That was the last hint.)"))
     return 0
 
 

@@ -4,8 +4,9 @@ Asked for, first match wins: `--lang zh` (or `--lang en`), the environment varia
 COURSE_LANG, then a zh_* locale in LC_ALL, LC_MESSAGES or LANG. The messages of `list`, `hint`,
 `check` and `run` are written in English in the code and passed through tr(); in Chinese,
 tr() looks each one up in ZH below (tests/tools/test_course_cli.py checks that every message
-of those commands has its entry). Lesson titles and hints come from the catalog's title_zh
-and hints_zh, and the READMEs and NOTES a message names from their Chinese editions.
+of those commands has its entry). Lesson titles come from the catalog's title_zh, hint rungs
+and TODO contracts from each lesson's given/hints.json, and the READMEs and NOTES a message
+names from their Chinese editions.
 """
 
 import os
@@ -59,10 +60,6 @@ def doc(path: str) -> str:
 
 def title(lesson) -> str:
     return (lesson.title_zh or lesson.title) if _language == "zh" else lesson.title
-
-
-def hints(lesson) -> list[str]:
-    return (lesson.hints_zh or lesson.hints) if _language == "zh" else lesson.hints
 
 
 # argparse's own words (usage, the options heading, its errors), in Chinese when asked:
@@ -231,15 +228,6 @@ ZH = {
     # hint
     "Lesson {number} has no hints. Its README's pitfalls section may help.":
         "第 {number} 课没有提示。README 中的常见错误一节或许有帮助。",
-    "lesson {number} has {count} hints: ask for one of 1 to {count}":
-        "第 {number} 课有 {count} 条提示：请指定 1 到 {count} 之间的一条",
-    "Hint {k} of {count} for lesson {number} ({title}):":
-        "第 {number} 课（{title}）的提示 {k}/{count}：",
-    "(Stuck after trying it? `./course hint {number}` shows the next one.)":
-        "（试过之后仍卡住？`./course hint {number}` 显示下一条。）",
-    "(That was the last hint.)": "（这是最后一条提示。）",
-    "lesson {number} has no hints per TODO: ./course hint {number}":
-        "第 {number} 课没有按 TODO 分级的提示：./course hint {number}",
     "Every TODO of lesson {number} is written and no failure of your last check names one. "
     "Run ./course check {number}, or ask for a TODO's hints: ./course hint {number} --todo K "
     "(K: {todos}).":

@@ -130,18 +130,23 @@ def expected_starter(root: Path, solution: Path, language: str = "en") -> str:
 
 
 def exercise_problems(root: Path, lessons: list[Lesson]) -> list[str]:
-    """What `sync --check` finds wrong in the ready lessons' hint ladders: a TODO without a
-    ladder, a ladder without its TODO, a Chinese contract missing for an occurrence."""
+    """What `sync --check` finds wrong in the ready lessons' hint ladders: TODOs without a
+    hints.json, a TODO without a ladder, a ladder without its TODO, a Chinese contract missing
+    for an occurrence."""
     problems = []
     for lesson in lessons:
         if not lesson.ready:
             continue
         ladders = exercise.load_ladders(root, lesson)  # raises on a malformed file
-        if ladders is None:
-            continue
         for solution, _ in starter_pairs(root, lesson):
             label = solution.relative_to(root).as_posix()
-            problems += exercise.check_ladders(solution.read_text(encoding="utf-8"), label, ladders)
+            text = solution.read_text(encoding="utf-8")
+            if ladders is None:
+                if exercise.todo_blocks(text):
+                    problems.append(f"{label} has TODOs and lessons/{lesson.name}/"
+                                    f"{exercise.HINTS_FILE.as_posix()} is missing")
+                continue
+            problems += exercise.check_ladders(text, label, ladders)
     return problems
 
 

@@ -3,6 +3,8 @@
 
     tools/translation_check.py check [FILE ...]   every pair (or the named files, either edition)
     tools/translation_check.py stamp FILE.zh.md   record that FILE.zh.md matches its English now
+    tools/translation_check.py stamp lessons/NN_slug/given/hints.json   the same for the
+                                                  Chinese TODO contracts
     tools/translation_check.py --self-test
 
 Every README.md of the course (the top level, docs/results and every lesson) and every
@@ -20,6 +22,11 @@ Line 1 of each edition links to the other. What the rules above cannot see, a se
 changed without a number or a code span changing, the stamp sees: docs/translation_stamps.json
 holds a fingerprint of every English section as it was when its Chinese section was last
 brought in step (`stamp`), and `check` names each section whose English has changed since.
+
+The Chinese TODO contracts (`contract_zh` in lessons/NN_slug/given/hints.json, which
+`./course reset --lang zh` writes into the starter) are stamped the same way: one fingerprint
+per TODO comment of the English solution, and `check` names each TODO whose English has
+changed since its Chinese was last brought in step.
 """
 import hashlib
 import json
@@ -28,6 +35,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from course_cli.exercise import HINTS_FILE, todo_blocks  # noqa: E402
 STAMPS = ROOT / "docs" / "translation_stamps.json"
 EN_FIRST = "**English** · [中文]({zh})"
 ZH_FIRST = "[English]({en}) · **中文**"
@@ -201,6 +210,36 @@ def load_stamps():
     return json.loads(STAMPS.read_text()) if STAMPS.exists() else {}
 
 
+def contract_files():
+    """Every lesson's hints.json (the Chinese TODO contracts), with its solution file."""
+    pairs = []
+    for hints in sorted((ROOT / "lessons").glob(f"[0-9][0-9]_*/{HINTS_FILE.as_posix()}")):
+        lesson = hints.parent.parent.name
+        pairs.append((hints, ROOT / "solutions" / lesson / f"{lesson[3:]}.cu"))
+    return pairs
+
+
+def contract_fingerprints(solution):
+    """One fingerprint per TODO comment of the English solution, in file order."""
+    blocks = todo_blocks(solution.read_text(encoding="utf-8"))
+    return [hashlib.sha256(f"TODO {b.number}{b.tag}: {' '.join(b.text)}".encode()).hexdigest()[:16]
+            for b in blocks], blocks
+
+
+def check_contracts(hints, solution, stamps):
+    """The TODOs whose English comment changed since hints.json's Chinese was stamped."""
+    key = str(hints.relative_to(ROOT))
+    prints, blocks = contract_fingerprints(solution)
+    old = stamps.get(key)
+    if old is None:
+        return [f"{key}: never stamped: bring its contract_zh in step with "
+                f"{solution.relative_to(ROOT)}, then run tools/translation_check.py stamp {key}"]
+    return [f"{solution.relative_to(ROOT)}, TODO {b.number} (occurrence {i + 1}): changed since "
+            f"{key}'s contract_zh was last brought in step: update it, then run "
+            f"tools/translation_check.py stamp {key}"
+            for i, (b, p) in enumerate(zip(blocks, prints)) if i >= len(old) or old[i] != p]
+
+
 def pairs_of(names):
     if not names:
         return english_files()
@@ -214,18 +253,30 @@ def pairs_of(names):
 def check(names):
     stamps = load_stamps()
     problems = []
-    pairs = pairs_of(names)
+    contracts = [c for c in contract_files()
+                 if not names or any(Path(n).resolve() == c[0] for n in names)]
+    md_names = [n for n in names if not n.endswith(".json")]
+    pairs = pairs_of(md_names) if md_names or not names else []
     for english in pairs:
         problems += check_pair(english, stamps)
+    for hints, solution in contracts:
+        problems += check_contracts(hints, solution, stamps)
     for line in problems:
         print(line)
-    print(f"translation_check: {len(pairs)} file(s) checked, {len(problems)} problem(s)")
+    print(f"translation_check: {len(pairs) + len(contracts)} file(s) checked, "
+          f"{len(problems)} problem(s)")
     return 1 if problems else 0
 
 
 def stamp(names):
     stamps = load_stamps()
-    for english in pairs_of(names):
+    for hints, solution in contract_files():
+        if any(Path(n).resolve() == hints for n in names):
+            key = str(hints.relative_to(ROOT))
+            stamps[key] = contract_fingerprints(solution)[0]
+            print(f"stamped {key}: {len(stamps[key])} TODO comments")
+    names = [n for n in names if not n.endswith(".json")]
+    for english in pairs_of(names) if names else []:
         chinese = chinese_of(english)
         left = [p for p in check_pair(english, {str(chinese.relative_to(ROOT)): []})
                 if "changed since" not in p]
@@ -285,10 +336,24 @@ def self_test():
         if not any("section 2 (## Run): changed since" in p for p in stale):
             print(f"self-test FAILED: a changed English sentence was not named: {stale}")
             failures += 1
+        # A Chinese TODO contract stamped, then its English TODO changed.
+        hints = ROOT / "lessons" / "01_x" / HINTS_FILE
+        solution = ROOT / "solutions" / "01_x" / "x.cu"
+        hints.parent.mkdir(parents=True)
+        solution.parent.mkdir(parents=True)
+        hints.write_text("{}")
+        solution.write_text("  // TODO 1: afterwards a holds b.\n  //         All of it.\n")
+        stamp([str(hints)])
+        fresh = check_contracts(hints, solution, load_stamps())
+        solution.write_text("  // TODO 1: afterwards a holds b.\n  //         Half of it.\n")
+        changed = check_contracts(hints, solution, load_stamps())
+        if fresh or not any("TODO 1 (occurrence 1): changed since" in p for p in changed):
+            print(f"self-test FAILED: a changed TODO contract: {fresh} / {changed}")
+            failures += 1
     ROOT, STAMPS = saved
     if failures:
         return 1
-    print(f"self-test passed: {len(drifts) + 1} kinds of drift caught")
+    print(f"self-test passed: {len(drifts) + 2} kinds of drift caught")
     return 0
 
 

@@ -76,10 +76,6 @@ def todo_blocks(text: str) -> list[TodoBlock]:
     return blocks
 
 
-def hints_path(root: Path, lesson) -> Path:
-    return lesson.lesson_dir(root) / HINTS_FILE
-
-
 def load_ladders(root: Path, lesson) -> dict[int, Ladder] | None:
     """The lesson's ladders by TODO number, or None when the lesson has no hints.json."""
     return _load(root, lesson.name)
@@ -167,11 +163,6 @@ def translate_todos(text: str, ladders: dict[int, Ladder]) -> str:
             out.append((head if k == 0 else continuation) + line.strip() + "\n")
     out += lines[position:]
     return "".join(out)
-
-
-def english_contracts(solution_text: str) -> list[str]:
-    """Each TODO comment's English text, in file order: what the Chinese must follow."""
-    return [f"TODO {b.number}{b.tag}: " + " ".join(b.text) for b in todo_blocks(solution_text)]
 
 
 def _segments(text: str) -> list[tuple[int, list[str]]]:

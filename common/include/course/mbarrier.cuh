@@ -26,7 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "course/check.h"
+#include "course/device_counter.cuh"
 
 namespace course::mbarrier {
 
@@ -78,14 +78,7 @@ __device__ inline bool wait_parity(std::uint64_t* bar, std::uint32_t parity) {
 /// Host: how many waits of this unit's kernels gave up since the last call (after the device
 /// finished its work), and the count reset to 0. `static`: each unit reads its own counter.
 static inline unsigned long long take_wait_timeouts() {
-  COURSE_CHECK(cudaDeviceSynchronize());
-  unsigned long long count = 0;
-  COURSE_CHECK(cudaMemcpyFromSymbol(&count, g_wait_timeouts, sizeof(count)));
-  if (count != 0) {
-    const unsigned long long zero = 0;
-    COURSE_CHECK(cudaMemcpyToSymbol(g_wait_timeouts, &zero, sizeof(zero)));
-  }
-  return count;
+  return take_device_count(g_wait_timeouts);
 }
 
 }  // namespace course::mbarrier

@@ -9,6 +9,7 @@
 
 #include "course/batches.cuh"
 #include "course/check.h"
+#include "course/device_counter.cuh"
 #include "course/launch.h"
 #include "pipeline_multi_stage.cuh"
 #include "stages_in_flight.cuh"
@@ -111,14 +112,7 @@ unsigned long long take_prefetch_shortfalls() {
                            "were compiled without COURSE_TEST_HOOKS");
   }
 #if defined(COURSE_TEST_HOOKS)
-  COURSE_CHECK(cudaDeviceSynchronize());
-  unsigned long long count = 0;
-  COURSE_CHECK(cudaMemcpyFromSymbol(&count, stages_in_flight::g_short_prefetches, sizeof(count)));
-  if (count != 0) {
-    const unsigned long long zero = 0;
-    COURSE_CHECK(cudaMemcpyToSymbol(stages_in_flight::g_short_prefetches, &zero, sizeof(zero)));
-  }
-  return count;
+  return course::take_device_count(stages_in_flight::g_short_prefetches);
 #else
   return 0;
 #endif

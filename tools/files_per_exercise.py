@@ -36,8 +36,7 @@ import re
 import sys
 import tempfile
 
-import mutation  # the course's one reader of exercise regions (tools/mutation.py)
-from course_cli.starter import STARTER_RE
+from course_cli.regions import answer_lines, regions  # the course's one reader of regions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -66,7 +65,7 @@ def regions_by_todo(solution_text):
     several regions gets their answers together."""
     lines = solution_text.splitlines()
     todos = {}
-    for region in mutation.regions(solution_text):
+    for region in regions(solution_text):
         if region["todo"] == "?":
             continue
         comment = []  # the comment block right above BEGIN, when it is the TODO's own
@@ -76,8 +75,7 @@ def regions_by_todo(solution_text):
             i -= 1
         if not any(TODO.search(line) for line in comment):
             comment = []
-        body = lines[region["begin"]:region["end"] - 1]
-        answer = "".join(line + "\n" for line in body if not STARTER_RE.match(line))
+        answer = "".join(line + "\n" for line in answer_lines(lines, region))
         old_comment, old_answer = todos.get(int(region["todo"]), ("", ""))
         todos[int(region["todo"])] = (old_comment + "\n".join(comment) + "\n", old_answer + answer)
     return todos

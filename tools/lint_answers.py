@@ -23,8 +23,7 @@ import re
 import sys
 import tempfile
 
-import mutation  # the course's one reader of exercise regions (tools/mutation.py)
-from course_cli.starter import STARTER_RE
+from course_cli.regions import answer_lines, regions  # the course's one reader of regions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIN_STATEMENTS = 2
@@ -46,9 +45,8 @@ def answers(path):
         text = handle.read()
     lines = text.splitlines()
     found = []
-    for region in mutation.regions(text):
-        body = lines[region["begin"]:region["end"] - 1]  # between the BEGIN and END lines
-        answer = "\n".join(line for line in body if not STARTER_RE.match(line))
+    for region in regions(text):
+        answer = "\n".join(answer_lines(lines, region))
         found.append((region["region"], region["begin"], normalise(answer)))
     return found
 

@@ -36,31 +36,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from course_cli.catalog import load_catalog, sanitize_arguments  # noqa: E402
-from course_cli.starter import BEGIN_RE, END_RE, STARTER_RE  # noqa: E402
+from course_cli.regions import BEGIN_RE, END_RE, STARTER_RE, regions  # noqa: E402,F401
 
 SKIP = 77
 TEST_TIMEOUT = 300
 SANITIZER_TOOLS = ("racecheck", "synccheck", "memcheck")
 # The lesson program's arguments in the student's check (tools/course_cli/commands.py).
 CHECK_PROGRAM_ARGS = ("--quick", "--warmup", "0", "--iters", "1")
-
-
-def regions(text: str) -> list[dict]:
-    """Every exercise region: its number (1-based), its BEGIN line, the TODO it belongs to
-    (the nearest `TODO n` comment above it) and its line span."""
-    found = []
-    todo = "?"
-    begin = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        m = re.search(r"//\s*TODO (\d+)", line)
-        if m and begin is None:
-            todo = m.group(1)
-        if BEGIN_RE.match(line):
-            begin = number
-        elif END_RE.match(line) and begin is not None:
-            found.append({"region": len(found) + 1, "todo": todo, "begin": begin, "end": number})
-            begin = None
-    return found
 
 
 def mutant_text(text: str, region: int) -> str:

@@ -39,6 +39,19 @@ class MutationTest(unittest.TestCase):
         self.assertEqual([(r["region"], r["todo"], r["begin"], r["end"]) for r in found],
                          [(1, "1", 3, 5), (2, "2", 7, 11)])
 
+    def test_one_reader_of_regions_for_the_cli_the_graders_and_the_lints(self):
+        from course_cli import regions, starter
+        import files_per_exercise
+        import lint_answers
+        self.assertIs(mutation.regions, regions.regions)
+        self.assertIs(files_per_exercise.regions, regions.regions)
+        self.assertIs(lint_answers.regions, regions.regions)
+        self.assertIs(starter.STARTER_RE, regions.STARTER_RE)
+        lines = SOLUTION.splitlines()
+        second = regions.regions(SOLUTION)[1]
+        # the code a student writes: between BEGIN and END, without the STARTER line
+        self.assertEqual(regions.answer_lines(lines, second), ["  x += 1;", "  return x;"])
+
     def test_a_mutant_replaces_one_region_only(self):
         first = mutation.mutant_text(SOLUTION, 1)
         self.assertNotIn("x *= 2;", first)

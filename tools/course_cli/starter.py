@@ -10,7 +10,8 @@ In a solution file an exercise region looks like this:
 
 The starter keeps every line outside a region, drops the BEGIN/END lines and
 everything between them, except `<indent>// STARTER: <code>` lines, which become
-`<indent><code>` (so the starter still compiles). docs/pages/authoring.md has the rules.
+`<indent><code>` (so the starter still compiles). docs/pages/authoring.md has the rules;
+regions.py has the markers and the reader of regions the other tools use.
 """
 
 import re
@@ -19,12 +20,9 @@ from pathlib import Path
 from . import exercise
 from .catalog import CATALOG_INC_PATH, Lesson, catalog_inc_text
 from .errors import CourseError
-
-BEGIN_RE = re.compile(r"^\s*// BEGIN SOLUTION\s*$")
-END_RE = re.compile(r"^\s*// END SOLUTION\s*$")
-STARTER_RE = re.compile(r"^(\s*)// STARTER:(?: (.*))?$")
-# A comment that mentions a marker without being exactly one: most likely a typo.
-LOOKS_LIKE_MARKER_RE = re.compile(r"//\s*(BEGIN SOLUTION|END SOLUTION|STARTER:)")
+# The markers live with the regions' reader (regions.py); imported here under their old
+# names, which other tools import from this module.
+from .regions import BEGIN_RE, END_RE, LOOKS_LIKE_MARKER_RE, STARTER_RE  # noqa: F401
 
 
 class MarkerError(CourseError):

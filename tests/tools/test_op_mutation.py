@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""CPU tests of tools/op_mutation.py: each operator makes the expected edit on small
-snippets, comments and strings are left alone, ids are stable, duplicates are dropped, the
-real solutions give at least 150 mutants, and the report and the equivalents check judge
-results as they should."""
+"""CPU tests of tools/op_mutation.py (the package tools/graders/): each operator makes the
+expected edit on small snippets, comments and strings are left alone, ids are stable,
+duplicates are dropped, the real solutions give at least 150 mutants, and the report and
+the equivalents check judge results as they should."""
 import csv
 import json
 import sys
@@ -14,6 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import op_mutation as om  # noqa: E402
+# A replacement goes into the module that looks the name up (op_mutation re-exports names).
+from graders import equivalents as equivalents_module, grading  # noqa: E402
 
 
 def region(body: str, prelude: str = "", todo: str = "1") -> str:
@@ -346,11 +348,11 @@ class RunnerFlow(unittest.TestCase):
         self.mutants = om.all_mutants(om.select_lessons("02,13", om.ready_lessons()))
         self.calls = []
         self.saved = (om.mutation.grade_tests, om.mutation.grade_sanitizers, om.Runner.prepare,
-                      om.gpu_description)
+                      grading.gpu_description)
         fake_tests, fake_sanitizers = self.fake_tests, self.fake_sanitizers
         om.mutation.grade_tests = fake_tests
         om.mutation.grade_sanitizers = fake_sanitizers
-        om.gpu_description = lambda build_dir: "Fake GPU"
+        grading.gpu_description = lambda build_dir: "Fake GPU"
 
         def prepare(runner, lessons):
             runner.gpu_name = "Fake GPU"
@@ -360,7 +362,7 @@ class RunnerFlow(unittest.TestCase):
 
     def tearDown(self):
         (om.mutation.grade_tests, om.mutation.grade_sanitizers, om.Runner.prepare,
-         om.gpu_description) = self.saved
+         grading.gpu_description) = self.saved
 
     def fake_tests(self, program, obj, timeout, only=(), fail_fast=False):
         Outcome = om.mutation.Outcome
@@ -454,13 +456,13 @@ class ReportAndEquivalents(unittest.TestCase):
     def report(self, path: Path, equivalents: list) -> int:
         eq = self.dir / "eq.json"
         eq.write_text(json.dumps({"equivalents": equivalents}))
-        old = om.EQUIVALENTS
-        om.EQUIVALENTS = eq
+        old = equivalents_module.EQUIVALENTS
+        equivalents_module.EQUIVALENTS = eq
         try:
             return om.main(["report", "--results", str(path), "--lessons", "01", "--out",
                             str(self.dir / "out")])
         finally:
-            om.EQUIVALENTS = old
+            equivalents_module.EQUIVALENTS = old
 
     def test_a_survivor_not_listed_fails_the_report(self):
         survivor = self.mutants[0].id

@@ -22,43 +22,55 @@ def mask(text: str) -> str:
         if c == "\n":
             line_start = True
             i += 1
-            continue
-        if line_start and c in " \t":
+        elif line_start and c in " \t":
             i += 1
-            continue
-        if line_start and c == "#":  # a preprocessor line (with its continuations)
-            while i < n and text[i] != "\n":
-                if text[i] == "\\" and i + 1 < n and text[i + 1] == "\n":
-                    out[i] = " "
-                    i += 2
-                    continue
-                out[i] = " "
-                i += 1
-            continue
-        line_start = False
-        if text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                out[i] = " "
-                i += 1
-            continue
-        if text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            for j in range(i, end):
-                if text[j] != "\n":
-                    out[j] = " "
-            i = end
-            continue
-        if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)):
-                out[k] = " "
-            i = j + 1
-            continue
-        i += 1
+        elif line_start and c == "#":
+            i = blank_directive(text, out, i)
+        else:
+            line_start = False
+            i = blank_comment_or_literal(text, out, i)
     return "".join(out)
+
+
+def blank_directive(text: str, out: list[str], i: int) -> int:
+    """Blanks in `out` the preprocessor line starting at `i`, with its continuation lines
+    (their newlines kept); returns the index of the newline that ends it."""
+    while i < len(text) and text[i] != "\n":
+        out[i] = " "
+        i += 2 if text.startswith("\\\n", i) else 1
+    return i
+
+
+def blank_comment_or_literal(text: str, out: list[str], i: int) -> int:
+    """Blanks in `out` the comment, or the inside of the string or character literal, that
+    starts at `i` (newlines of a block comment kept); returns the index after it (i + 1 when
+    none starts there)."""
+    if text.startswith("//", i):
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end
+    elif text.startswith("/*", i):
+        end = text.find("*/", i + 2)
+        end = len(text) if end < 0 else end + 2
+    elif text[i] in "\"'":
+        return blank_literal(text, out, i)
+    else:
+        return i + 1
+    for j in range(i, end):
+        if text[j] != "\n":
+            out[j] = " "
+    return end
+
+
+def blank_literal(text: str, out: list[str], i: int) -> int:
+    """Blanks the inside of the literal whose quote is at `i` (it ends at the closing quote or
+    at the end of the line); returns the index after its closing quote."""
+    quote, n = text[i], len(text)
+    j = i + 1
+    while j < n and text[j] != quote and text[j] != "\n":
+        j += 2 if text[j] == "\\" else 1
+    for k in range(i + 1, min(j, n)):
+        out[k] = " "
+    return j + 1
 
 
 CLOSING = {"(": ")", "[": "]", "{": "}"}

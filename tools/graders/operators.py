@@ -620,29 +620,52 @@ def op_boundary(ctx: Context):
 
 
 def op_swap_args(ctx: Context):
-    m = ctx.masked
-    for call in find_calls(m, r"[A-Za-z_]\w*", ctx.region.lo, ctx.region.hi):
+    for call in find_calls(ctx.masked, r"[A-Za-z_]\w*", ctx.region.lo, ctx.region.hi):
         name = ctx.text[call.name_start:call.name_end]
-        args = call.args
-        if name == "cudaMemcpyPeerAsync" and len(args) >= 4:
-            if root_name(src(ctx, args[2])) in ctx.const_pointers:
-                continue  # would not compile: the source points to const
-            (d0, d1), (s0, s1) = (args[0][0], args[1][1]), (args[2][0], args[3][1])
-            yield Candidate("swap-args", f"cudaMemcpyPeerAsync:swap-peers@{key_text(src(ctx, args[0]))}",
-                            [(d0, d1, ctx.text[s0:s1]), (s0, s1, ctx.text[d0:d1])])
-            continue
-        for (a0, a1), (b0, b1) in zip(args, args[1:]):
-            x, y = ctx.text[a0:a1], ctx.text[b0:b1]
-            pointers = DESTINATION.match(root_name(x)) and SOURCE.match(root_name(y))
-            if pointers and root_name(y) in ctx.const_pointers:
-                continue  # would not compile: the source points to const
-            same = pointers or (
-                coordinate_kind(x) and coordinate_kind(y) and
-                coordinate_kind(x) != coordinate_kind(y))
-            if same and "[" not in m[a0:a1] + m[b0:b1] or same and coordinate_kind(x):
-                yield Candidate("swap-args", f"{name}({key_text(x, 20)},{key_text(y, 20)})",
-                                [(a0, a1, y), (b0, b1, x)])
-    # braced coordinate lists: {col, row}
+        if name == "cudaMemcpyPeerAsync" and len(call.args) >= 4:
+            yield from swapped_peers(ctx, call)
+        else:
+            yield from swapped_neighbours(ctx, call, name)
+    yield from swapped_braced_coordinates(ctx)
+    yield from swapped_cache_policies(ctx)
+
+
+def swapped_peers(ctx: Context, call: Call):
+    """cudaMemcpyPeerAsync(dst, dst_device, src, src_device, ...) with the two peers (each a
+    pointer and its device) swapped."""
+    args = call.args
+    if root_name(src(ctx, args[2])) in ctx.const_pointers:
+        return  # would not compile: the source points to const
+    (d0, d1), (s0, s1) = (args[0][0], args[1][1]), (args[2][0], args[3][1])
+    yield Candidate("swap-args", f"cudaMemcpyPeerAsync:swap-peers@{key_text(src(ctx, args[0]))}",
+                    [(d0, d1, ctx.text[s0:s1]), (s0, s1, ctx.text[d0:d1])])
+
+
+def swapped_neighbours(ctx: Context, call: Call, name: str):
+    """Two neighbouring arguments of one call swapped, where they are of the same kind: a
+    destination then a source, or a row and a column coordinate."""
+    for (a0, a1), (b0, b1) in zip(call.args, call.args[1:]):
+        x, y = ctx.text[a0:a1], ctx.text[b0:b1]
+        if same_kind(ctx, x, y, ctx.masked[a0:a1] + ctx.masked[b0:b1]):
+            yield Candidate("swap-args", f"{name}({key_text(x, 20)},{key_text(y, 20)})",
+                            [(a0, a1, y), (b0, b1, x)])
+
+
+def same_kind(ctx: Context, x: str, y: str, masked_pair: str) -> bool:
+    """Whether the arguments `x` and `y` (their masked text together: `masked_pair`) could
+    be swapped by mistake and still compile: a destination then a source not pointing to
+    const, or coordinates of two different kinds (an indexed pair only when coordinates)."""
+    pointers = bool(DESTINATION.match(root_name(x)) and SOURCE.match(root_name(y)))
+    if pointers and root_name(y) in ctx.const_pointers:
+        return False  # would not compile: the source points to const
+    kind_x, kind_y = coordinate_kind(x), coordinate_kind(y)
+    crossed = bool(kind_x and kind_y and kind_x != kind_y)
+    return (pointers or crossed) and ("[" not in masked_pair or bool(kind_x))
+
+
+def swapped_braced_coordinates(ctx: Context):
+    """A braced list of two coordinates of different kinds assigned (`= {col, row}`), swapped."""
+    m = ctx.masked
     for brace in re.finditer(r"\{", m[ctx.region.lo:ctx.region.hi]):
         o = ctx.region.lo + brace.start()
         c = match_close(m, o)
@@ -654,7 +677,10 @@ def op_swap_args(ctx: Context):
             if coordinate_kind(x) and coordinate_kind(y) and coordinate_kind(x) != coordinate_kind(y):
                 yield Candidate("swap-args", f"{{{key_text(x)},{key_text(y)}}}",
                                 [(args[0][0], args[0][1], y), (args[1][0], args[1][1], x)])
-    # the L2 cache policies of a PTX wrapper: evict_last <-> evict_first
+
+
+def swapped_cache_policies(ctx: Context):
+    """The L2 cache policies of a PTX wrapper swapped: evict_last <-> evict_first."""
     policies = [(ctx.region.lo + p.start(), ctx.region.lo + p.end(), p.group(0))
                 for p in re.finditer(r"L2::evict_(last|first|normal|unchanged)",
                                      ctx.text[ctx.region.lo:ctx.region.hi])

@@ -99,6 +99,22 @@ class LessonRun:
     why: str = ""
 
 
+class OutOfTime(Exception):
+    """This call's time limit leaves too little time for a mutant's next step: the mutant is
+    left for the next call."""
+
+
+@dataclass
+class MutantJob:
+    """One mutant on its way through the grading steps, and what they found so far."""
+    mutant: Mutant
+    run: LessonRun
+    work: Path                     # the mutant's own folder
+    timings: dict = field(default_factory=dict)   # seconds per step, for the results file
+    obj: Path | None = None        # the mutant's object file (the PTX and SASS tests read it)
+    programs: dict = field(default_factory=dict)  # {target: the program linked with it}
+
+
 class GpuSlots:
     """At most `size` programs on the GPU at once. `exclusive()` waits until it has the GPU
     to itself (a timing test is only believed when nothing else runs). Exclusive holds wait
@@ -326,97 +342,125 @@ class Runner:
     def grade(self, m: Mutant, run: LessonRun, digest: str) -> dict | None:
         """The mutant's verdict, or None when this call's time limit left no time for it."""
         record = dict(m.record(), hash=digest, gpu=self.gpu_name, commit=self.commit)
-        work = self.work_dir(m)
-        timings = {}
+        job = MutantJob(m, run, self.work_dir(m))
         try:
-            with self.cpu:
-                if self.remaining() < 60:
-                    return None
-                t = time.monotonic()
-                compiled, log, obj = run.build.compile(m.text, work)
-                timings["compile"] = round(time.monotonic() - t, 1)
-                if not compiled:
-                    first = next((l for l in log.splitlines() if "error" in l), log[-200:])
-                    return dict(record, verdict="caught", step="compile",
-                                detail=compact(first)[:200], seconds=timings)
-                t = time.monotonic()
-                try:
-                    programs = run.build.link(obj, work)
-                except RuntimeError as error:
-                    return dict(record, verdict="error", step="link", detail=str(error)[:300],
-                                seconds=timings)
-                timings["link"] = round(time.monotonic() - t, 1)
-            run.ready.wait()
-            if not run.usable and "no GPU" not in run.why:
-                return dict(record, verdict="error", step="baseline", detail=run.why,
-                            seconds=timings)
-            # Without a GPU the tests still run: a failing CPU test (a PTX or SASS check)
-            # catches a mutant anywhere; the rest is "skipped: no GPU".
-            with self.gpu.shared():
-                if self.remaining() < min(run.test_timeout, 60):
-                    return None
-                t = time.monotonic()
-                # The first failing test is the verdict (fail fast), except where a failure
-                # may be the crowd's doing and is confirmed alone below: there every test must
-                # have run, or a mutant whose first failure was only the crowd's would skip
-                # the tests after it.
-                tests = mutation.grade_tests(programs[run.test_target], obj,
-                                             min(run.test_timeout, self.remaining()),
-                                             fail_fast=not run.alone)
-                timings["tests"] = round(time.monotonic() - t, 1)
-            if tests.verdict == "caught" and run.alone and tests.failed:
-                # A test of overlap or bandwidth may fail only because other mutants share
-                # the GPU: the failing tests again, with the GPU to itself. (A hang is not
-                # confirmed: the timeout is several times the solution's own time.)
-                with self.gpu.exclusive():
-                    if self.remaining() < min(run.test_timeout, 60):
-                        return None
-                    t = time.monotonic()
-                    tests = mutation.grade_tests(programs[run.test_target], obj,
-                                                 min(run.test_timeout, self.remaining()),
-                                                 tests.failed)
-                    timings["tests alone"] = round(time.monotonic() - t, 1)
-            if tests.verdict == "caught" and "time out" in tests.detail and self.remaining() <= 1:
-                return None  # cut by this call's time limit, not by its own hang
-            if tests.verdict in ("caught", "skipped"):
-                return dict(record, verdict=tests.verdict, step="tests",
-                            detail=tests.detail[:300], seconds=timings)
-            if not self.sanitizer:
-                return dict(record, verdict="error", step="sanitizers",
-                            detail="no compute-sanitizer to run", seconds=timings)
-            t = time.monotonic()
-            for tool in mutation.SANITIZER_TOOLS:
-                with self.gpu.shared():
-                    if self.remaining() < min(run.sanitize_timeout, 60):
-                        return None
-                    checked = mutation.grade_sanitizers(programs[run.exe_target], self.sanitizer,
-                                                        self.cuobjdump,
-                                                        min(run.sanitize_timeout, self.remaining()),
-                                                        (tool,),
-                                                        run.sanitize_args)
-                if checked.verdict == "caught" and "time" in checked.detail:
-                    if self.remaining() <= 1:
-                        return None
-                    # A sanitizer slows a program down many times, and more on a crowded GPU
-                    # and CPU: a timeout there is believed only when it repeats with the GPU
-                    # to itself and twice the time.
-                    with self.gpu.exclusive():
-                        timeout = min(2 * run.sanitize_timeout, self.args.max_timeout)
-                        if self.remaining() < timeout:
-                            return None
-                        checked = mutation.grade_sanitizers(
-                            programs[run.exe_target], self.sanitizer, self.cuobjdump, timeout,
-                            (tool,), run.sanitize_args)
-                if checked.verdict != "passed":
-                    timings["sanitizers"] = round(time.monotonic() - t, 1)
-                    return dict(record, verdict=checked.verdict, step=checked.step,
-                                detail=checked.detail[:300], seconds=timings)
-            timings["sanitizers"] = round(time.monotonic() - t, 1)
-            return dict(record, verdict="survived", step="", detail="every test passes and "
-                        "racecheck, synccheck and memcheck are clean", seconds=timings)
+            verdict, step, detail = self.judge(job)
+        except OutOfTime:
+            return None
         finally:
             if not self.args.keep:
-                shutil.rmtree(work, ignore_errors=True)
+                shutil.rmtree(job.work, ignore_errors=True)
+        return dict(record, verdict=verdict, step=step, detail=detail, seconds=job.timings)
+
+    def judge(self, job: MutantJob) -> tuple[str, str, str]:
+        """(verdict, step, detail) of one mutant: the first of its steps that decides.
+        Raises OutOfTime when this call's time limit leaves too little for the next step."""
+        for step in (self.build_step, self.baseline_step, self.tests_step):
+            decided = step(job)
+            if decided:
+                return decided
+        return self.sanitizers_step(job)
+
+    def need(self, seconds: float) -> None:
+        """Raises OutOfTime unless `seconds` are left before this call's time limit."""
+        if self.remaining() < seconds:
+            raise OutOfTime
+
+    def build_step(self, job: MutantJob) -> tuple[str, str, str] | None:
+        """Compiles and links the mutant (a compile error catches it)."""
+        with self.cpu:
+            self.need(60)
+            t = time.monotonic()
+            compiled, log, job.obj = job.run.build.compile(job.mutant.text, job.work)
+            job.timings["compile"] = round(time.monotonic() - t, 1)
+            if not compiled:
+                first = next((l for l in log.splitlines() if "error" in l), log[-200:])
+                return "caught", "compile", compact(first)[:200]
+            t = time.monotonic()
+            try:
+                job.programs = job.run.build.link(job.obj, job.work)
+            except RuntimeError as error:
+                return "error", "link", str(error)[:300]
+            job.timings["link"] = round(time.monotonic() - t, 1)
+        return None
+
+    def baseline_step(self, job: MutantJob) -> tuple[str, str, str] | None:
+        """Waits for the solution's own verdict: no verdict of a lesson whose solution fails
+        can be trusted. (Without a GPU the tests still run: a failing CPU test, a PTX or SASS
+        check, catches a mutant anywhere; the rest is "skipped: no GPU".)"""
+        job.run.ready.wait()
+        if not job.run.usable and "no GPU" not in job.run.why:
+            return "error", "baseline", job.run.why
+        return None
+
+    def tests_step(self, job: MutantJob) -> tuple[str, str, str] | None:
+        """Every test of the lesson against the mutant. The first failing test is the verdict
+        (fail fast), except where a failure may be the crowd's doing and is confirmed alone:
+        there every test must have run, or a mutant whose first failure was only the crowd's
+        would skip the tests after it."""
+        run = job.run
+        with self.gpu.shared():
+            self.need(min(run.test_timeout, 60))
+            t = time.monotonic()
+            tests = mutation.grade_tests(job.programs[run.test_target], job.obj,
+                                         min(run.test_timeout, self.remaining()),
+                                         fail_fast=not run.alone)
+            job.timings["tests"] = round(time.monotonic() - t, 1)
+        if tests.verdict == "caught" and run.alone and tests.failed:
+            tests = self.confirm_tests_alone(job, tests.failed)
+        if tests.verdict == "caught" and "time out" in tests.detail and self.remaining() <= 1:
+            raise OutOfTime  # cut by this call's time limit, not by its own hang
+        if tests.verdict in ("caught", "skipped"):
+            return tests.verdict, "tests", tests.detail[:300]
+        return None
+
+    def confirm_tests_alone(self, job: MutantJob, failed: tuple[str, ...]) -> mutation.Outcome:
+        """A test of overlap or bandwidth may fail only because other mutants share the GPU:
+        the failing tests again, with the GPU to itself. (A hang is not confirmed: the
+        timeout is several times the solution's own time.)"""
+        run = job.run
+        with self.gpu.exclusive():
+            self.need(min(run.test_timeout, 60))
+            t = time.monotonic()
+            tests = mutation.grade_tests(job.programs[run.test_target], job.obj,
+                                         min(run.test_timeout, self.remaining()), failed)
+            job.timings["tests alone"] = round(time.monotonic() - t, 1)
+        return tests
+
+    def sanitizers_step(self, job: MutantJob) -> tuple[str, str, str]:
+        """The lesson program --quick under each sanitizer tool; a mutant none of them
+        reports survives."""
+        if not self.sanitizer:
+            return "error", "sanitizers", "no compute-sanitizer to run"
+        t = time.monotonic()
+        for tool in mutation.SANITIZER_TOOLS:
+            checked = self.sanitize(job, tool)
+            if checked.verdict != "passed":
+                job.timings["sanitizers"] = round(time.monotonic() - t, 1)
+                return checked.verdict, checked.step, checked.detail[:300]
+        job.timings["sanitizers"] = round(time.monotonic() - t, 1)
+        return ("survived", "", "every test passes and racecheck, synccheck and memcheck are "
+                "clean")
+
+    def sanitize(self, job: MutantJob, tool: str) -> mutation.Outcome:
+        """One sanitizer tool's outcome. A sanitizer slows a program down many times, and more
+        on a crowded GPU and CPU: a timeout there is believed only when it repeats with the
+        GPU to itself and twice the time."""
+        run, program = job.run, job.programs[job.run.exe_target]
+        with self.gpu.shared():
+            self.need(min(run.sanitize_timeout, 60))
+            checked = mutation.grade_sanitizers(program, self.sanitizer, self.cuobjdump,
+                                                min(run.sanitize_timeout, self.remaining()),
+                                                (tool,), run.sanitize_args)
+        if checked.verdict == "caught" and "time" in checked.detail:
+            if self.remaining() <= 1:
+                raise OutOfTime
+            with self.gpu.exclusive():
+                timeout = min(2 * run.sanitize_timeout, self.args.max_timeout)
+                self.need(timeout)
+                checked = mutation.grade_sanitizers(program, self.sanitizer, self.cuobjdump,
+                                                    timeout, (tool,), run.sanitize_args)
+        return checked
 
     def one(self, m: Mutant, run: LessonRun, digest: str) -> None:
         try:
@@ -473,40 +517,19 @@ class Runner:
         return 0
 
     def main(self) -> int:
+        """Grades every selected mutant not graded before with the same inputs: 0 when all
+        are graded, 3 when time ran out (run the same command again), 77 when some could not
+        be judged for want of a GPU."""
         previous = read_results([self.results.path])
-        final = ("caught", "survived", "compiled") if self.args.compile_only else \
-            ("caught", "survived")
-        done = {r["id"]: r.get("hash") for r in previous
-                if r.get("id") and r.get("verdict") in final}
         digests = {m.id: input_hash(m) for m in self.mutants}
-        todo = [m for m in self.mutants if done.get(m.id) != digests[m.id]]
-        self.say(f"{len(self.mutants)} mutants selected, {len(self.mutants) - len(todo)} already "
-                 f"graded in {self.results.path}, {len(todo)} to grade; --jobs {self.args.jobs} "
-                 f"--gpu-jobs {self.args.gpu_jobs}, time limit {self.args.time_limit:.0f} s")
+        todo = self.not_graded(previous, digests)
         if not todo:
             return 0
-        lessons = sorted({m.lesson for m in todo})
         if self.args.compile_only:
             return self.compile_only(todo, digests)
-        runs = self.prepare(lessons)
-        baselines = {}
-        for r in previous:
-            if r.get("kind") == "baseline" and r.get("gpu") == self.gpu_name and self.gpu_name:
-                baselines[(r["lesson"], r["hash"])] = r
-        # The lessons whose caught verdicts are confirmed with the GPU alone go first: a
-        # confirmation waits until every program on the GPU has finished, and early on those
-        # are the timing lessons' own short runs, not another lesson's mutant hanging until
-        # its timeout. Within each group, round robin over the lessons, the one with the
-        # most mutants first: the GPU runs a mix of lessons at any time, and a time limit
-        # cuts every lesson a little.
-        order = []
-        for group in (sorted(n for n in lessons if runs[n].alone),
-                      sorted(n for n in lessons if not runs[n].alone)):
-            queues = {name: [m for m in todo if m.lesson == name] for name in group}
-            while any(queues.values()):
-                for name in sorted(queues, key=lambda n: -len(queues[n])):
-                    if queues[name]:
-                        order.append(queues[name].pop(0))
+        runs = self.prepare(sorted({m.lesson for m in todo}))
+        baselines = self.known_baselines(previous)
+        order = grading_order(todo, runs)
         # One thread per mutant: the semaphores, not the pool, limit what runs at once (a
         # thread waiting for the GPU to itself must not keep others from compiling).
         with ThreadPoolExecutor(max_workers=len(order) + len(runs)) as pool:
@@ -515,6 +538,30 @@ class Runner:
             futures = [pool.submit(self.one, m, runs[m.lesson], digests[m.id]) for m in order]
             for f in futures:
                 f.result()
+        return self.summary()
+
+    def not_graded(self, previous: list[dict], digests: dict[str, str]) -> list[Mutant]:
+        """The selected mutants without a final verdict of the same inputs in the results."""
+        final = ("caught", "survived", "compiled") if self.args.compile_only else \
+            ("caught", "survived")
+        done = {r["id"]: r.get("hash") for r in previous
+                if r.get("id") and r.get("verdict") in final}
+        todo = [m for m in self.mutants if done.get(m.id) != digests[m.id]]
+        self.say(f"{len(self.mutants)} mutants selected, {len(self.mutants) - len(todo)} already "
+                 f"graded in {self.results.path}, {len(todo)} to grade; --jobs {self.args.jobs} "
+                 f"--gpu-jobs {self.args.gpu_jobs}, time limit {self.args.time_limit:.0f} s")
+        return todo
+
+    def known_baselines(self, previous: list[dict]) -> dict[tuple[str, str], dict]:
+        """{(lesson, hash): baseline record} of the results' baselines on this GPU."""
+        baselines = {}
+        for r in previous:
+            if r.get("kind") == "baseline" and r.get("gpu") == self.gpu_name and self.gpu_name:
+                baselines[(r["lesson"], r["hash"])] = r
+        return baselines
+
+    def summary(self) -> int:
+        """Says what this call graded; its exit code."""
         summary = ", ".join(f"{v} {k}" for k, v in sorted(self.counts.items()))
         self.say(f"done: {summary or 'nothing graded'}; results in {self.results.path}")
         left = self.counts.get("left for the next call", 0)
@@ -525,3 +572,22 @@ class Runner:
             self.say("some mutants could not be judged here (no GPU): exit 77")
             return mutation.SKIP
         return 0
+
+
+def grading_order(todo: list[Mutant], runs: dict[str, LessonRun]) -> list[Mutant]:
+    """The order mutants are started in. The lessons whose caught verdicts are confirmed with
+    the GPU alone go first: a confirmation waits until every program on the GPU has finished,
+    and early on those are the timing lessons' own short runs, not another lesson's mutant
+    hanging until its timeout. Within each group, round robin over the lessons, the one with
+    the most mutants first: the GPU runs a mix of lessons at any time, and a time limit cuts
+    every lesson a little."""
+    lessons = sorted({m.lesson for m in todo})
+    order = []
+    for group in (sorted(n for n in lessons if runs[n].alone),
+                  sorted(n for n in lessons if not runs[n].alone)):
+        queues = {name: [m for m in todo if m.lesson == name] for name in group}
+        while any(queues.values()):
+            for name in sorted(queues, key=lambda n: -len(queues[n])):
+                if queues[name]:
+                    order.append(queues[name].pop(0))
+    return order

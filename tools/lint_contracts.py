@@ -180,34 +180,49 @@ def measure_lesson(reader, lesson):
         result["todo"] += sum(copyable(t, todo_text) for t in tokens)
         result["comments"] += sum(copyable(t, all_comments) for t in tokens)
         result["readme"] += sum(copyable(t, section) for t in tokens)
-        if ladders is None:
-            continue
-        # A name the starter's own code shows (a given helper, a variable the loop declares)
-        # may be named in a contract: the student sees it anyway.
-        own = {t for t in tokens - allowed if not shown_in_code(t, given_code)}
-        # ...but not as a call: "before copy_batch() starts" dictates the answer's shape.
-        called = {t for t in tokens - allowed if re.fullmatch(r"[\w:]+", t) and
-                  re.search(rf"(?<![\w:.]){re.escape(t)}\s*\(", " ".join(todo_text.split()))}
-        leaks = sorted({t for t in own if copyable(t, todo_text)} | called)
-        if leaks:
-            result["problems"].append(f"{lesson} TODO {todo}: the TODO text holds {leaks}")
-        rungs = ladders.get(todo, {}).get("hints", [])
-        for k, rung in enumerate(rungs[:-1], start=1):
-            leaks = sorted(t for t in own if copyable(t, rung))
-            if leaks:
-                result["problems"].append(f"{lesson} TODO {todo}: hint rung {k} holds {leaks}")
-        if rungs and CODE_IN_TEXT.search(rungs[0]):
-            result["problems"].append(f"{lesson} TODO {todo}: hint rung 1 holds code: "
-                                      f"{CODE_IN_TEXT.search(rungs[0]).group(0)!r}")
+        if ladders is not None:
+            rungs = ladders.get(todo, {}).get("hints", [])
+            result["problems"] += todo_problems(f"{lesson} TODO {todo}", tokens - allowed,
+                                                todo_text, rungs, given_code)
     if ladders is not None and result["tokens"]:
-        target = TARGETS.get(number, DEFAULT_TARGET)
-        for kind in ("comments", "readme"):
-            share = result[kind] / result["tokens"]
-            if share > target:
-                what = "TODO text or starter comments" if kind == "comments" else "README exercise section"
-                result["problems"].append(f"{lesson}: {share:.0%} of the answer tokens are copyable "
-                                          f"from its {what} (target <= {target:.0%})")
+        result["problems"] += share_problems(result, TARGETS.get(number, DEFAULT_TARGET))
     return result
+
+
+def todo_problems(where, tokens, todo_text, rungs, given_code):
+    """What one TODO's text and hint rungs give away of its answer `tokens` (those the
+    lesson does not allow): a problem line each, starting with `where`."""
+    problems = []
+    # A name the starter's own code shows (a given helper, a variable the loop declares)
+    # may be named in a contract: the student sees it anyway.
+    own = {t for t in tokens if not shown_in_code(t, given_code)}
+    # ...but not as a call: "before copy_batch() starts" dictates the answer's shape.
+    called = {t for t in tokens if re.fullmatch(r"[\w:]+", t) and
+              re.search(rf"(?<![\w:.]){re.escape(t)}\s*\(", " ".join(todo_text.split()))}
+    leaks = sorted({t for t in own if copyable(t, todo_text)} | called)
+    if leaks:
+        problems.append(f"{where}: the TODO text holds {leaks}")
+    for k, rung in enumerate(rungs[:-1], start=1):
+        leaks = sorted(t for t in own if copyable(t, rung))
+        if leaks:
+            problems.append(f"{where}: hint rung {k} holds {leaks}")
+    if rungs and CODE_IN_TEXT.search(rungs[0]):
+        problems.append(f"{where}: hint rung 1 holds code: "
+                        f"{CODE_IN_TEXT.search(rungs[0]).group(0)!r}")
+    return problems
+
+
+def share_problems(result, target):
+    """A problem line for each of the lesson's starter comments and README exercise section
+    from which more than `target` of its answer tokens can be copied."""
+    problems = []
+    for kind in ("comments", "readme"):
+        share = result[kind] / result["tokens"]
+        if share > target:
+            what = "TODO text or starter comments" if kind == "comments" else "README exercise section"
+            problems.append(f"{result['lesson']}: {share:.0%} of the answer tokens are copyable "
+                            f"from its {what} (target <= {target:.0%})")
+    return problems
 
 
 def share(part, whole):

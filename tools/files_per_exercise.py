@@ -228,15 +228,8 @@ def check(root, show_all=False, limit=None):
         exercises = lesson_exercises(root, lesson)
         if not exercises:
             continue
-        here = os.path.join("lessons", lesson) + os.sep
-        counted = [(todo, [f for f in files if f.startswith(here) or f not in known],
-                    [f for f in files if not f.startswith(here) and f in known])
-                   for todo, files in exercises]
-        shown = counted if show_all else [max(counted, key=lambda e: (len(e[1]), -e[0]))]
-        for todo, files, old in shown:
-            extra = [os.path.basename(f) for f in files if not f.endswith(("README.md", lesson[3:] + ".cu"))]
-            also = f"  (known: {', '.join(os.path.basename(f) for f in old)})" if old else ""
-            print(f"{lesson:<26} {todo:>4} {len(files):>5}  {', '.join(extra)}{also}")
+        counted = split_known(lesson, exercises, known)
+        print_rows(lesson, counted if show_all else [max(counted, key=lambda e: (len(e[1]), -e[0]))])
         over += [(lesson, todo, files) for todo, files, _ in counted if limit and len(files) > limit]
         known |= {f for _, files in exercises for f in files
                   if not f.endswith(("README.md", os.sep + lesson[3:] + ".cu"))}
@@ -244,6 +237,24 @@ def check(root, show_all=False, limit=None):
         print(f"{lesson} TODO {todo}: {len(files)} files to open (at most {limit}): {', '.join(files)}",
               file=sys.stderr)
     return 1 if over else 0
+
+
+def split_known(lesson, exercises, known):
+    """[(todo, files to open, shared headers an earlier lesson already needed)] of a lesson's
+    exercises ([(todo, files)]): the lesson's own files always count."""
+    here = os.path.join("lessons", lesson) + os.sep
+    return [(todo, [f for f in files if f.startswith(here) or f not in known],
+             [f for f in files if not f.startswith(here) and f in known])
+            for todo, files in exercises]
+
+
+def print_rows(lesson, counted):
+    """One table row per exercise: its count and the headers besides README.md and the
+    exercise file (and the known ones in parentheses)."""
+    for todo, files, old in counted:
+        extra = [os.path.basename(f) for f in files if not f.endswith(("README.md", lesson[3:] + ".cu"))]
+        also = f"  (known: {', '.join(os.path.basename(f) for f in old)})" if old else ""
+        print(f"{lesson:<26} {todo:>4} {len(files):>5}  {', '.join(extra)}{also}")
 
 
 if __name__ == "__main__":

@@ -168,41 +168,61 @@ def check_pair(english, stamps):
         problems.append(f"{rel_zh}: {len(zh) - 1} headings, {rel_en} has {len(en) - 1}: "
                         f"the editions must have the same sections")
     for i, (e, z) in enumerate(zip(en, zh)):
-        where = f"{rel_zh}, section {i} ({e.name()})"
-        if e.level != z.level:
-            problems.append(f"{where}: heading level {z.level}, the English has {e.level}")
-        if e.anchor() is not None and z.anchor() != e.anchor() + "_zh":
-            problems.append(f"{where}: the heading's anchor must be {{#{e.anchor()}_zh}}")
-        if e.code != z.code:
-            problems.append(f"{where}: its code blocks differ from the English section's "
-                            f"(they must be identical, byte for byte)")
-        if e.generated != z.generated:
-            problems.append(f"{where}: its generated block differs from the English section's "
-                            f"(tools/results_table.py writes both)")
-        ef, zf = prose_facts(e), prose_facts(z)
-        for kind, label in (("code", "inline code"), ("numbers", "number"), ("todos", "TODO")):
-            for item in sorted(ef[kind] - zf[kind]):
-                problems.append(f"{where}: the English {label} `{item}` is missing")
-        for target in sorted(ef["links"]):
-            if as_chinese_target(target) not in {t.split("#")[0] for t in zf["links"]}:
-                problems.append(f"{where}: the English link to {target} is missing "
-                                f"(as {as_chinese_target(target) or target})")
+        problems += section_problems(f"{rel_zh}, section {i} ({e.name()})", e, z)
+    problems += broken_links(chinese, rel_zh, zh_text)
+    problems += stamp_problems(stamps.get(str(rel_zh)), en, rel_en, rel_zh)
+    return problems
+
+
+def section_problems(where, e, z):
+    """What the Chinese section `z` lacks of the English section `e`: the same heading level
+    and anchor, code blocks, generated block, inline code, numbers, TODOs and links."""
+    problems = []
+    if e.level != z.level:
+        problems.append(f"{where}: heading level {z.level}, the English has {e.level}")
+    if e.anchor() is not None and z.anchor() != e.anchor() + "_zh":
+        problems.append(f"{where}: the heading's anchor must be {{#{e.anchor()}_zh}}")
+    if e.code != z.code:
+        problems.append(f"{where}: its code blocks differ from the English section's "
+                        f"(they must be identical, byte for byte)")
+    if e.generated != z.generated:
+        problems.append(f"{where}: its generated block differs from the English section's "
+                        f"(tools/results_table.py writes both)")
+    ef, zf = prose_facts(e), prose_facts(z)
+    for kind, label in (("code", "inline code"), ("numbers", "number"), ("todos", "TODO")):
+        for item in sorted(ef[kind] - zf[kind]):
+            problems.append(f"{where}: the English {label} `{item}` is missing")
+    for target in sorted(ef["links"]):
+        if as_chinese_target(target) not in {t.split("#")[0] for t in zf["links"]}:
+            problems.append(f"{where}: the English link to {target} is missing "
+                            f"(as {as_chinese_target(target) or target})")
+    return problems
+
+
+def broken_links(chinese, rel_zh, zh_text):
+    """The Chinese file's relative links that point at no file."""
+    problems = []
     for target in LINK.findall(zh_text):
         path = target.split("#")[0]
         if not path or re.match(r"^[a-z]+:", path):
             continue
         if not (chinese.parent / path).exists():
             problems.append(f"{rel_zh}: the link to {target} points at nothing")
-    stamp = stamps.get(str(rel_zh))
+    return problems
+
+
+def stamp_problems(stamp, en, rel_en, rel_zh):
+    """The English sections changed since the Chinese file was stamped (`stamp`: the
+    fingerprints of the English sections then, None when it never was)."""
     if stamp is None:
-        problems.append(f"{rel_zh}: not stamped (after checking it: "
-                        f"tools/translation_check.py stamp {rel_zh})")
-    else:
-        for i, e in enumerate(en):
-            if i >= len(stamp) or stamp[i] != e.fingerprint():
-                problems.append(f"{rel_en}, section {i} ({e.name()}): changed since "
-                                f"{rel_zh} was last brought in step: update that section of "
-                                f"{rel_zh}, then run tools/translation_check.py stamp {rel_zh}")
+        return [f"{rel_zh}: not stamped (after checking it: "
+                f"tools/translation_check.py stamp {rel_zh})"]
+    problems = []
+    for i, e in enumerate(en):
+        if i >= len(stamp) or stamp[i] != e.fingerprint():
+            problems.append(f"{rel_en}, section {i} ({e.name()}): changed since "
+                            f"{rel_zh} was last brought in step: update that section of "
+                            f"{rel_zh}, then run tools/translation_check.py stamp {rel_zh}")
     return problems
 
 

@@ -206,6 +206,25 @@ def demangle(name: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    args, program = parse_arguments(argv)
+    try:
+        version_text = subprocess.run([args.sanitizer, "--version"], capture_output=True,
+                                      text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"sanitize.py: cannot run {args.sanitizer}: {exc}", file=sys.stderr)
+        return 1
+    version = parse_version(version_text)
+    excluded: list[str] = []
+    if args.tool == "synccheck" and (version is None or version < FIXED_IN):
+        excluded = exclusions(args.cuobjdump, program[0])
+    command = [args.sanitizer, *tool_arguments(args.tool, excluded), *program]
+    print("sanitize.py:", " ".join(command), f"(tool version {version})", flush=True)
+    returncode, scan = run_and_scan(command, args.log)
+    return report(returncode, scan, args.warnings_fail, tuple(args.expected_api_error))
+
+
+def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The options, and the program's command line (what follows --)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sanitizer", required=True)
     parser.add_argument("--tool", required=True,
@@ -221,24 +240,38 @@ def main(argv: list[str]) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         parser.error("no program given (put it after --)")
+    return args, program
 
-    try:
-        version_text = subprocess.run([args.sanitizer, "--version"], capture_output=True,
-                                      text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        print(f"sanitize.py: cannot run {args.sanitizer}: {exc}", file=sys.stderr)
-        return 1
-    version = parse_version(version_text)
-    excluded: list[str] = []
-    if args.tool == "synccheck" and (version is None or version < FIXED_IN):
-        excluded = exclusions(args.cuobjdump, program[0])
-    command = [args.sanitizer, *tool_arguments(args.tool, excluded), *program]
-    print("sanitize.py:", " ".join(command), f"(tool version {version})", flush=True)
 
+class ReportEcho:
+    """Echoes the tool's output as it comes, but only the first REPORTS_SHOWN error reports
+    in full: the Scan counts the others, which are not shown."""
+
+    def __init__(self, scan: Scan):
+        self.scan = scan
+        self.shown_reports = 0
+        self.in_report = False
+
+    def feed(self, line: str) -> None:
+        before = sum(self.scan.headlines.values())
+        self.scan.feed(line)
+        if sum(self.scan.headlines.values()) > before:  # a new error report starts
+            self.in_report = True
+            self.shown_reports += 1
+            if self.shown_reports == REPORTS_SHOWN + 1:
+                print("sanitize.py: further reports are counted, not shown")
+        elif not line.startswith(PREFIX + " "):  # not an indented detail line
+            self.in_report = False
+        if not self.in_report or self.shown_reports <= REPORTS_SHOWN:
+            sys.stdout.write(line)
+
+
+def run_and_scan(command: list[str], log_path: str | None) -> tuple[int, Scan]:
+    """Runs the sanitizer's command, echoing and scanning its output (all of it written to
+    `log_path` too, when given): (its exit status, the Scan of its output)."""
     scan = Scan()
-    shown_reports = 0
-    in_report = False
-    log = open(args.log, "w", encoding="utf-8") if args.log else None
+    echo = ReportEcho(scan)
+    log = open(log_path, "w", encoding="utf-8") if log_path else None
     try:
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace") as proc:
@@ -246,32 +279,26 @@ def main(argv: list[str]) -> int:
             for line in proc.stdout:
                 if log:
                     log.write(line)
-                before = sum(scan.headlines.values())
-                scan.feed(line)
-                if sum(scan.headlines.values()) > before:  # a new error report starts
-                    in_report = True
-                    shown_reports += 1
-                    if shown_reports == REPORTS_SHOWN + 1:
-                        print("sanitize.py: further reports are counted, not shown")
-                elif not line.startswith(PREFIX + " "):  # not an indented detail line
-                    in_report = False
-                if not in_report or shown_reports <= REPORTS_SHOWN:
-                    sys.stdout.write(line)
+                echo.feed(line)
             returncode = proc.wait()
     finally:
         if log:
             log.close()
+    return returncode, scan
 
+
+def report(returncode: int, scan: Scan, warnings_fail: bool, expected: tuple[str, ...]) -> int:
+    """Prints what the tool reported and the verdict: the exit status (0 pass, 1 fail, 77 no
+    GPU)."""
     for headline, count in scan.headlines.items():
         print(f"sanitize.py: {count} x {headline}")
     if returncode == SKIP and not scan.headlines:
         print("sanitize.py: SKIPPED: the program found no suitable GPU")
         return SKIP
-    expected = tuple(args.expected_api_error)
     if expected:
         print(f"sanitize.py: {expected_reports(scan, expected)} report(s) of expected API "
               f"errors not counted ({', '.join(expected)})")
-    verdict = judge(returncode, scan, args.warnings_fail, expected)
+    verdict = judge(returncode, scan, warnings_fail, expected)
     print("sanitize.py:", "PASS:" if verdict.ok else "FAIL:", verdict.reason)
     return 0 if verdict.ok else 1
 

@@ -184,13 +184,7 @@ def main(argv: list[str]) -> int:
     if args.self_test:
         return self_test()
     try:
-        if not args.metric or not args.run:
-            raise ValueError("--metric and at least one --run are required")
-        runs = dict(parse_run(text) for text in args.run)
-        if len(runs) != len(args.run):
-            raise ValueError("two --run share a name")
-        for expression in args.expect:
-            evaluate(expression, {name: 1.0 for name in runs})  # names and syntax, early
+        runs = checked_runs(args)
     except (ValueError, SyntaxError) as error:
         parser.print_usage(sys.stderr)
         print(f"ncu_compare.py: {error}", file=sys.stderr)
@@ -210,15 +204,33 @@ def main(argv: list[str]) -> int:
         print(f"ncu_compare.py: {error}", file=sys.stderr)
         return 1
     if args.csv:
-        with open(args.csv, "w", newline="") as out:
-            writer = csv.writer(out, lineterminator="\n")
-            writer.writerow(["run", "metric", "value"])
-            for name, value in values.items():
-                writer.writerow([name, args.metric, f"{value:.6g}"])
+        write_csv(args.csv, args.metric, values)
     failed = [e for e in args.expect if not evaluate(e, values)]
     for expression in args.expect:
         print(f"EXPECT {expression}: {'holds' if expression not in failed else 'FAILS'}")
     return 1 if failed else 0
+
+
+def checked_runs(args: argparse.Namespace) -> dict[str, list[str]]:
+    """{run name: command} of the --run options, after checking the options and every
+    --expect's names and syntax (before anything runs); raises ValueError or SyntaxError."""
+    if not args.metric or not args.run:
+        raise ValueError("--metric and at least one --run are required")
+    runs = dict(parse_run(text) for text in args.run)
+    if len(runs) != len(args.run):
+        raise ValueError("two --run share a name")
+    for expression in args.expect:
+        evaluate(expression, {name: 1.0 for name in runs})
+    return runs
+
+
+def write_csv(path: str, metric: str, values: dict[str, float]) -> None:
+    """run,metric,value rows (what tools/plot_*.py read)."""
+    with open(path, "w", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["run", "metric", "value"])
+        for name, value in values.items():
+            writer.writerow([name, metric, f"{value:.6g}"])
 
 
 if __name__ == "__main__":

@@ -364,12 +364,63 @@ TEST(TmaPtx, Sm90KernelsUseTensorCopiesAndParityWaits) {
   EXPECT_TRUE(course::inspect::uses(broadcast.body, kMulticast)) << concerns_todo(7);
   EXPECT_TRUE(course::inspect::uses(broadcast.body, kLoad2d));
   EXPECT_TRUE(course::inspect::uses(broadcast.body, kStore3d)) << concerns_todo(3);
-  EXPECT_TRUE(course::inspect::uses(broadcast.body, "fence.proxy.async.shared::cta"));
+  EXPECT_TRUE(course::inspect::uses(broadcast.body, "fence.proxy.async.shared::cta"))
+      << concerns_todo(8);
   EXPECT_TRUE(course::inspect::uses(broadcast.body, "fence.mbarrier_init.release.cluster"))
       << concerns_todo(6);
   // Two cluster barriers: after the initialisation (TODO 6) and after every tile.
   EXPECT_GE(count_of(broadcast.body, "barrier.cluster.arrive"), 2) << concerns_todo(6);
   EXPECT_GE(count_of(broadcast.body, "barrier.cluster.wait"), 2) << concerns_todo(6);
+}
+
+bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+
+// TODO 8, the bug hunt. The broadcast's threads write the tile with generic stores
+// (st.shared), and thread 0's tensor store reads it through the async proxy. A block barrier
+// orders the writes for the other threads, not for the async proxy: each writing thread needs
+// a fence.proxy.async between its writes and the barrier after which the store is issued.
+// Without it the store may read older values than the ones written; the values nearly always
+// come out right all the same and racecheck does not see the async proxy, so this test, on the
+// PTX, is what finds it. In instruction order: the last st.shared before the store, then a
+// fence.proxy.async, then the last block barrier before the store, then the store.
+TEST(TmaPtx, TheBroadcastStoreReadsEveryThreadsWrites) {
+  if (!has_sm90()) GTEST_SKIP() << "the build has no sm_90 code";
+  const auto modules = course::inspect::read_ptx_modules(course::testing::kernels_object_path());
+  const auto broadcast =
+      course::inspect::kernel(course::inspect::module_for(modules, "sm_90"), "broadcast_kernel");
+  const auto code = course::inspect::ptx_instructions(broadcast.body);
+  const auto last_before = [&](std::size_t end, auto&& is) {
+    for (std::size_t i = end; i-- > 0;) {
+      if (is(code[i].opcode)) return i;
+    }
+    return code.size();
+  };
+  std::size_t store = code.size();
+  for (std::size_t i = 0; i < code.size() && store == code.size(); ++i) {
+    if (starts_with(code[i].opcode, kStore3d)) store = i;
+  }
+  ASSERT_LT(store, code.size()) << "no 3-D tensor store in the broadcast" << concerns_todo(3);
+  const std::size_t barrier = last_before(store, [](const std::string& op) {
+    return starts_with(op, "bar.sync") || starts_with(op, "barrier.sync") ||
+           starts_with(op, "bar.red") || starts_with(op, "barrier.red");
+  });
+  ASSERT_LT(barrier, store) << "no block barrier before the tensor store: thread 0 may store "
+                               "the tile before the other threads have written it"
+                            << concerns_todo(8);
+  const std::size_t write =
+      last_before(barrier, [](const std::string& op) { return starts_with(op, "st.shared"); });
+  ASSERT_LT(write, barrier) << "no write to shared memory before the barrier: where are the "
+                               "threads' writes to the tile?"
+                            << concerns_todo(8);
+  bool fenced = false;
+  for (std::size_t i = write + 1; i < barrier; ++i) {
+    fenced = fenced || starts_with(code[i].opcode, "fence.proxy.async");
+  }
+  EXPECT_TRUE(fenced) << "between the threads' last write to the tile and the block barrier "
+                         "before the tensor store, nothing orders those generic-proxy writes "
+                         "for the async proxy, through which the store reads: it may read "
+                         "values older than the ones the threads wrote"
+                      << concerns_todo(8);
 }
 
 TEST(TmaPtx, Sm80KernelsAreEmpty) {
@@ -639,7 +690,8 @@ class GpuTmaBroadcast : public GpuTma,
 TEST_P(GpuTmaBroadcast, EveryBlockWritesItsOwnCopy) {
   const auto [cluster_size, loads] = GetParam();
   const bool multicast = loads == Loads::multicast;
-  const std::string todos = multicast ? concerns_todos({1, 3, 6, 7}) : concerns_todos({1, 2, 3});
+  const std::string todos =
+      multicast ? concerns_todos({1, 3, 6, 7, 8}) : concerns_todos({1, 2, 3, 8});
   for (const Shape& shape : kShapes) {
     Matrices m(shape, 5);
     course::DeviceBuffer<float> out(shape.elements() * cluster_size);

@@ -250,12 +250,24 @@ __global__ void __launch_bounds__(kBroadcastThreads)
     const int s = k % stages;
     wait_phase(&full[s], (k / stages) & 1);
     float* tile = buffers + s * kElements;
-    for (int i = threadIdx.x; i < kElements; i += blockDim.x) tile[i] += static_cast<float>(rank);
-    // The threads wrote the tile through the generic proxy; the tensor store reads it through
-    // the async proxy. The fence orders the two (in every writing thread), the barrier makes
-    // every thread's writes precede the store.
+    // TODO 8 (bug hunt): written, with one bug. `./course check 11` fails the PTX test
+    //         TheBroadcastStoreReadsEveryThreadsWrites (no GPU needed). The value tests and
+    //         racecheck pass all the same: the values nearly always come out right, and
+    //         racecheck does not follow what the TMA reads. Contract of the fix: each thread
+    //         adds `rank` to its elements of the tile, and once every thread is past the
+    //         region, the tensor store that thread 0 issues below reads each of those writes
+    //         and no older value. At most one line changes or is added.
+    // BEGIN SOLUTION
+    for (int i = threadIdx.x; i < kElements; i += blockDim.x) {
+      tile[i] += static_cast<float>(rank);
+    }
     ptx::fence_proxy_async(ptx::space_shared);
     __syncthreads();
+    // STARTER: for (int i = threadIdx.x; i < kElements; i += blockDim.x) {
+    // STARTER:   tile[i] += static_cast<float>(rank);
+    // STARTER: }
+    // STARTER: __syncthreads();
+    // END SOLUTION
     if (threadIdx.x == 0) {
       int row0, col0;
       origin(k, row0, col0);

@@ -16,11 +16,12 @@ L2). The picture has one group of bars per run (ca4, cg16), one bar per metric, 
 parsing and that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is
 missing.
 """
-import argparse
 import csv
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 REQUIRED = ["run", "metric", "value"]
 PREFIX = "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_"
@@ -62,10 +63,7 @@ LABELS = {
 
 
 def plot(data, out, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     runs, metrics = data["runs"], data["metrics"]
     width = 0.8 / max(1, len(metrics))
@@ -88,11 +86,9 @@ def plot(data, out, title):
 
 
 def self_test():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not plot_frame.has_matplotlib():
         print("matplotlib is not installed: skipped")
-        return 77
+        return plot_frame.SKIP
     with tempfile.TemporaryDirectory() as folder:
         base = pathlib.Path(folder)
         access, bypass = base / "09_l1_access.csv", base / "09_l2_reads.csv"
@@ -123,14 +119,15 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return plot_frame.main(__doc__, self_test, make, "the PNG to write", add_arguments)
+
+
+def add_arguments(parser):
     parser.add_argument("csv", nargs="*", help="CSVs written by tools/ncu_compare.py --csv")
-    parser.add_argument("-o", "--output", help="the PNG to write")
     parser.add_argument("--title", default="cp.async through L1 (ca4) and around it (cg16)")
-    parser.add_argument("--self-test", action="store_true", help="check the script and exit")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
+
+
+def make(args, parser):
     if not args.csv or not args.output:
         parser.error("give one or more CSVs and -o OUT.png")
     try:
@@ -139,8 +136,7 @@ def main():
         print(f"plot_l1_traffic.py: {error}", file=sys.stderr)
         return 2
     plot(data, args.output, args.title)
-    print(f"wrote {args.output}")
-    return 0
+    return args.output
 
 
 if __name__ == "__main__":

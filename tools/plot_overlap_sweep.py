@@ -21,11 +21,12 @@ Rows of other sweeps (the "timeline" runs) are ignored.
 then plots it and checks that a PNG came out; it writes nothing else. Exit code 77 when
 matplotlib is missing (after the parsing checks passed).
 """
-import argparse
 import csv
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 REQUIRED = ["gpu", "sweep", "chunks", "order", "variant", "median_ms", "vs_baseline", "check"]
 STYLE = {"async-v1": ("#4477aa", "o"), "async-v2": ("#ee6677", "s")}
@@ -65,10 +66,7 @@ def read_sweep(path):
 
 
 def plot(data, output):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     fig, ax = plt.subplots(figsize=(8, 5))
     chunk_counts = sorted({p[0] for points in data["measured"].values() for p in points})
@@ -151,11 +149,9 @@ def self_test():
             if actual != expected:
                 print(f"self-test FAILED: {actual!r} != {expected!r}")
                 return 1
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
+        if not plot_frame.has_matplotlib():
             print("parsing checked; plot skipped: matplotlib is not installed")
-            return 77
+            return plot_frame.SKIP
         out = pathlib.Path(folder) / "sweep.png"
         plot(data, out)
         if not out.exists() or out.stat().st_size < 1000:
@@ -166,24 +162,10 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="?",
-                        help="the FILE_sweep.csv of 14_overlap_transfers --csv FILE.csv")
-    parser.add_argument("-o", "--output",
-                        help="image to write (default: 14_overlap_transfers_sweep.png next to "
-                             "the CSV)")
-    parser.add_argument("--self-test", action="store_true", help="check this script and exit")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    if not args.csv:
-        parser.error("give the sweep CSV (or --self-test)")
-    path = pathlib.Path(args.csv)
-    output = (pathlib.Path(args.output) if args.output
-              else path.with_name("14_overlap_transfers_sweep.png"))
-    plot(read_sweep(path), output)
-    print(f"wrote {output}")
-    return 0
+    return plot_frame.one_csv_main(
+        __doc__, self_test, lambda csv, out: plot(read_sweep(csv), out),
+        "the FILE_sweep.csv of 14_overlap_transfers --csv FILE.csv",
+        default_output=lambda csv: csv.with_name("14_overlap_transfers_sweep.png"))
 
 
 if __name__ == "__main__":

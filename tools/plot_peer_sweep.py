@@ -10,12 +10,13 @@ point, the part in column `sweep` ("size"), the copy size in `bytes`, the median
 `median_ms`. Exits 77 when matplotlib is missing.
 """
 
-import argparse
 import csv
 import math
 import sys
 import tempfile
 from pathlib import Path
+
+import plot_frame
 
 FIT_LARGEST = 16 * 2**20
 
@@ -49,10 +50,7 @@ def fit_line(points):
 
 
 def plot(points, output, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     overhead, bandwidth = fit_line(points)
     sizes = [b for b, _ in points]
@@ -89,12 +87,10 @@ def self_test():
         overhead, bandwidth = fit_line(points)
         assert math.isclose(overhead, 6.0, rel_tol=1e-6), overhead
         assert math.isclose(bandwidth, 400.0, rel_tol=1e-6), bandwidth
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
+        if not plot_frame.has_matplotlib():
             print("plot_peer_sweep self-test: reading and fit ok; matplotlib is not installed, "
                   "the drawing is not checked", file=sys.stderr)
-            return 77
+            return plot_frame.SKIP
         output = Path(tmp) / "sweep.png"
         plot(points, output, "self-test")
         assert output.stat().st_size > 0
@@ -103,24 +99,22 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return plot_frame.main(__doc__, self_test, make, "the picture to write (.png)", add_arguments)
+
+
+def add_arguments(parser):
     parser.add_argument("csv", nargs="?", help="the lesson's sweep CSV (FILE_sweep.csv)")
-    parser.add_argument("-o", "--output", help="the picture to write (.png)")
     parser.add_argument("--title", default="Lesson 16: cudaMemcpyPeerAsync by copy size")
-    parser.add_argument("--self-test", action="store_true", help="check the script on synthetic data")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
+
+
+def make(args, parser):
     if not args.csv or not args.output:
         parser.error("a CSV and -o OUTPUT are needed (or --self-test)")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not plot_frame.has_matplotlib():
         print("matplotlib is not installed: nothing drawn", file=sys.stderr)
-        return 77
+        return plot_frame.SKIP
     overhead, bandwidth = plot(read_sweep(args.csv), args.output, args.title)
-    print(f"wrote {args.output}: fit {overhead:.2f} us + bytes / {bandwidth:.1f} GB/s")
-    return 0
+    return f"{args.output}: fit {overhead:.2f} us + bytes / {bandwidth:.1f} GB/s"
 
 
 if __name__ == "__main__":

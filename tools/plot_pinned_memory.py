@@ -19,11 +19,12 @@ name, .png) unless -o says otherwise.
 --self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
 that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
 """
-import argparse
 import csv
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 COMMON_COLUMNS = ["gpu", "sweep", "variant", "median_ms", "rate", "unit", "check"]
 BANDWIDTH_COLUMNS = ["direction", "memory", "bytes"]
@@ -104,10 +105,7 @@ def size_label(value, _position=None):
 
 
 def plot(bandwidth, breakeven, out):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
     from matplotlib.ticker import FuncFormatter
 
     panels = 3 if breakeven else 2
@@ -165,11 +163,9 @@ def plot(bandwidth, breakeven, out):
 
 
 def self_test():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not plot_frame.has_matplotlib():
         print("matplotlib is not installed")
-        return 77
+        return plot_frame.SKIP
     with tempfile.TemporaryDirectory() as folder:
         folder = pathlib.Path(folder)
         path = folder / "12_pinned_memory_sweep.csv"
@@ -227,28 +223,16 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_csv", nargs="?", help="FILE_sweep.csv of 12_pinned_memory --csv FILE.csv")
-    parser.add_argument("-o", "--output", help="the PNG to write (default: next to the CSV)")
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    if not args.sweep_csv:
-        parser.error("SWEEP_CSV is required (or --self-test)")
-    path = pathlib.Path(args.sweep_csv)
+    return plot_frame.one_csv_main(__doc__, self_test, plot_csv,
+                                   "FILE_sweep.csv of 12_pinned_memory --csv FILE.csv")
+
+
+def plot_csv(path, out):
     rows = read_rows(path)
     bandwidth = read_bandwidth(rows, path)
     if not bandwidth["H2D"] and not bandwidth["D2H"]:
         sys.exit(f"{path}: no bandwidth rows (was the run limited with --part?)")
-    out = pathlib.Path(args.output) if args.output else path.with_suffix(".png")
-    try:
-        plot(bandwidth, read_breakeven(rows, path), out)
-    except ImportError:
-        print("matplotlib is not installed")
-        return 77
-    print(f"wrote {out}")
-    return 0
+    plot(bandwidth, read_breakeven(rows, path), out)
 
 
 if __name__ == "__main__":

@@ -23,11 +23,12 @@ PNG goes next to the CSV (same name, .png) unless -o says otherwise.
 --self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
 that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
 """
-import argparse
 import csv
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 REQUIRED = ["gpu", "sweep", "interface", "stages", "batch_bytes", "variant", "of_reference",
             "of_roof", "vs_baseline", "check"]
@@ -98,10 +99,7 @@ def read_sweep(path):
 
 
 def plot(data, out_path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     panels = [
@@ -149,11 +147,9 @@ def plot(data, out_path):
 
 
 def self_test():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not plot_frame.has_matplotlib():
         print("skipped: matplotlib is not installed")
-        return 77
+        return plot_frame.SKIP
     header = ["lesson", "gpu", "sweep", "interface", "stages", "vectors_per_thread",
               "batch_bytes", "threads_per_block", "blocks", "variant", "median_ms", "rate",
               "unit", "of_reference", "of_roof", "vs_baseline", "check"]
@@ -223,20 +219,8 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="?", help="the sweep CSV (NN_slug_sweep.csv)")
-    parser.add_argument("-o", "--output", help="the PNG to write (default: next to the CSV)")
-    parser.add_argument("--self-test", action="store_true", help="check this script and exit")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    if not args.csv:
-        parser.error("give the sweep CSV (or --self-test)")
-    path = pathlib.Path(args.csv)
-    out = pathlib.Path(args.output) if args.output else path.with_suffix(".png")
-    plot(read_sweep(path), out)
-    print(f"wrote {out}")
-    return 0
+    return plot_frame.one_csv_main(__doc__, self_test, lambda csv, out: plot(read_sweep(csv), out),
+                                   "the sweep CSV (NN_slug_sweep.csv)")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,12 @@ next to the CSV (same name, .png) unless -o says otherwise.
 --self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
 that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
 """
-import argparse
 import csv
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 REQUIRED = ["gpu", "sweep", "size", "variant", "rate", "unit", "check"]
 REFERENCE = "cuBLAS"
@@ -55,10 +56,7 @@ def read_sweep(path):
 
 
 def plot(data, out_path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for variant, points in data["lines"].items():
@@ -83,11 +81,9 @@ def plot(data, out_path):
 
 
 def self_test():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not plot_frame.has_matplotlib():
         print("matplotlib is not installed: skipping the self-test")
-        return 77
+        return plot_frame.SKIP
     header = ("lesson,gpu,sweep,size,variant,median_ms,rate,unit,of_reference,of_roof,"
               "vs_baseline,check")
     rows = [header]
@@ -125,24 +121,8 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="?", help="the sweep CSV (15_capstone_sweep.csv)")
-    parser.add_argument("-o", "--output", help="the PNG to write (default: beside the CSV)")
-    parser.add_argument("--self-test", action="store_true", help="check this script and exit")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    if not args.csv:
-        parser.error("give the sweep CSV (or --self-test)")
-    try:
-        data = read_sweep(args.csv)
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    out = args.output or str(pathlib.Path(args.csv).with_suffix(".png"))
-    plot(data, out)
-    print(f"wrote {out}")
-    return 0
+    return plot_frame.one_csv_main(__doc__, self_test, lambda csv, out: plot(read_sweep(csv), out),
+                                   "the sweep CSV (15_capstone_sweep.csv)")
 
 
 if __name__ == "__main__":

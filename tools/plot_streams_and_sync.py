@@ -19,12 +19,13 @@ main CSV (same name, .png) unless -o says otherwise.
 plots them and checks that a PNG came out; it writes nothing else. Exit code 77 (after the
 parsing checks) when matplotlib is missing.
 """
-import argparse
 import csv
 import pathlib
 import re
 import sys
 import tempfile
+
+import plot_frame
 
 MAIN_REQUIRED = ["gpu", "variant", "median_ms", "rate", "unit", "check"]
 SWEEP_REQUIRED = ["gpu", "sweep", "between", "streams", "variant", "median_ms", "rate", "unit",
@@ -95,10 +96,7 @@ def annotate(axis, y, overlap):
 
 
 def plot(data, out_path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     panels = [key for key in ("settings", "breakers") if data[key]]
     if not panels:
@@ -192,11 +190,9 @@ def self_test():
                           "cudaDeviceSynchronize() (non-blocking)"], labels
         assert same(data["breakers"][0][1:], (0.999, "PASS"))
         assert same(data["breakers"][1][1:], (-0.003, "PASS"))
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
+        if not plot_frame.has_matplotlib():
             print("parsing checked; matplotlib is not installed: plot skipped")
-            return 77
+            return plot_frame.SKIP
         out = csv_path.with_suffix(".png")
         plot(data, out)
         assert out.stat().st_size > 0
@@ -205,22 +201,10 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="?",
-                        help="a CSV of 13_streams_and_sync --csv (the main one or its _sweep)")
-    parser.add_argument("-o", "--output", help="the PNG to write (default: next to the CSV)")
-    parser.add_argument("--self-test", action="store_true", help="plot synthetic data and check")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    if not args.csv:
-        parser.error("a CSV file is required (or --self-test)")
-    data = read_overlaps(args.csv)
-    main_csv, _ = csv_paths(args.csv)
-    out = pathlib.Path(args.output) if args.output else main_csv.with_suffix(".png")
-    plot(data, out)
-    print(f"wrote {out}")
-    return 0
+    return plot_frame.one_csv_main(
+        __doc__, self_test, lambda csv, out: plot(read_overlaps(csv), out),
+        "a CSV of 13_streams_and_sync --csv (the main one or its _sweep)",
+        default_output=lambda csv: csv_paths(csv)[0].with_suffix(".png"))
 
 
 if __name__ == "__main__":

@@ -20,11 +20,12 @@ RESULTS_CSV (same name with _swizzle.png) unless -o says otherwise.
 --self-test plots small synthetic CSVs in a temporary folder and checks the parsing and that
 a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
 """
-import argparse
 import csv
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 MODES = ["none", "32B", "64B", "128B"]
 RUN_OF_MODE = {"none": "none", "32B": "swz32", "64B": "swz64", "128B": "swz128"}
@@ -67,10 +68,7 @@ def read_conflicts(path):
 
 
 def plot(results, conflicts, out_path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     modes = [m for m in MODES if m in conflicts]
@@ -100,11 +98,9 @@ def plot(results, conflicts, out_path):
 
 
 def self_test():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not plot_frame.has_matplotlib():
         print("skipped: matplotlib is not installed")
-        return 77
+        return plot_frame.SKIP
     header = ["lesson", "gpu", "variant", "median_ms", "rate", "unit", "of_reference",
               "reference", "vs_baseline", "baseline", "check", "of_roof", "roof"]
     # Synthetic values, only to exercise the parser and the plot; never committed.
@@ -152,22 +148,20 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    return plot_frame.main(__doc__, self_test, make, "PNG to write", add_arguments)
+
+
+def add_arguments(parser):
     parser.add_argument("results", nargs="?", help="the lesson's --csv output")
     parser.add_argument("conflicts", nargs="?", help="ncu_compare.py --csv output")
-    parser.add_argument("-o", "--output", help="PNG to write")
-    parser.add_argument("--self-test", action="store_true", help="check the script and exit")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
+
+
+def make(args, parser):
     if not args.results or not args.conflicts:
         parser.error("RESULTS_CSV and CONFLICTS_CSV are required")
-    results = read_results(args.results)
-    conflicts = read_conflicts(args.conflicts)
     out = args.output or str(pathlib.Path(args.results).with_suffix("")) + "_swizzle.png"
-    plot(results, conflicts, out)
-    print(f"wrote {out}")
-    return 0
+    plot(read_results(args.results), read_conflicts(args.conflicts), out)
+    return out
 
 
 if __name__ == "__main__":

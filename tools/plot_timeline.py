@@ -27,13 +27,14 @@ one operation at a time: the model's own assumption).
 --self-test draws a small synthetic timeline in a temporary folder, both ways, and checks
 the parsing and the pictures; it writes nothing else.
 """
-import argparse
 import csv
 import html
 import math
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 STAGES = ["H2D", "kernel", "D2H"]
 STAGE_LABEL = {"H2D": "host -> device", "kernel": "kernels", "D2H": "device -> host"}
@@ -221,25 +222,26 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="?",
-                        help="the FILE_timeline.csv of 14_overlap_transfers or 15_capstone "
-                        "--csv FILE.csv")
-    parser.add_argument("-o", "--output", help="SVG to write (default: 14_overlap_timeline.svg "
-                        "or 15_capstone_timeline.svg, after the CSV's lesson, next to the CSV)")
+    return plot_frame.main(__doc__, self_test, make,
+                           "SVG to write (default: 14_overlap_timeline.svg or "
+                           "15_capstone_timeline.svg, after the CSV's lesson, next to the CSV)",
+                           add_arguments)
+
+
+def add_arguments(parser):
+    parser.add_argument("csv", nargs="?", help="the FILE_timeline.csv of 14_overlap_transfers "
+                        "or 15_capstone --csv FILE.csv")
     parser.add_argument("--rows", choices=["engine", "stream"], default="engine")
-    parser.add_argument("--self-test", action="store_true", help="check this script and exit")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
+
+
+def make(args, parser):
     if not args.csv:
         parser.error("give the timeline CSV (or --self-test)")
     path = pathlib.Path(args.csv)
     rows = read_rows(path)
     output = pathlib.Path(args.output) if args.output else path.with_name(default_output_name(rows))
     output.write_text(draw(rows, args.rows))
-    print(f"wrote {output}")
-    return 0
+    return output
 
 
 if __name__ == "__main__":

@@ -24,11 +24,12 @@ model's count of over-waiting lanes. A failed check is marked. The PNG goes next
 --self-test plots a small synthetic CSV in a temporary folder and checks the parsing and
 that a PNG came out; it writes nothing else. Exit code 77 when matplotlib is missing.
 """
-import argparse
 import csv
 import pathlib
 import sys
 import tempfile
+
+import plot_frame
 
 REQUIRED = ["gpu", "sweep", "commit_mode", "paths", "control", "measured_commits_per_round",
             "model_lanes_over_waiting", "next_batch_landed_fraction", "mean_wait_cycles",
@@ -74,10 +75,7 @@ def read_sweep(path):
 
 
 def plot(data, out_path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot_frame.pyplot()
 
     variants = data["variants"]
     xs = list(range(len(variants)))
@@ -122,11 +120,9 @@ def plot(data, out_path):
 
 
 def self_test():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not plot_frame.has_matplotlib():
         print("skipped: matplotlib is not installed")
-        return 77
+        return plot_frame.SKIP
     header = ["lesson", "gpu", "sweep", "commit_mode", "paths", "model_commits_per_round",
               "measured_commits_per_round", "model_lanes_over_waiting",
               "next_batch_landed_fraction", "mean_wait_cycles", "over_waiting_observed",
@@ -174,20 +170,8 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="?", help="the sweep CSV (08_warp_entanglement_sweep.csv)")
-    parser.add_argument("-o", "--output", help="the PNG to write (default: next to the CSV)")
-    parser.add_argument("--self-test", action="store_true", help="check this script and exit")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    if not args.csv:
-        parser.error("give the sweep CSV (or --self-test)")
-    path = pathlib.Path(args.csv)
-    out = pathlib.Path(args.output) if args.output else path.with_suffix(".png")
-    plot(read_sweep(path), out)
-    print(f"wrote {out}")
-    return 0
+    return plot_frame.one_csv_main(__doc__, self_test, lambda csv, out: plot(read_sweep(csv), out),
+                                   "the sweep CSV (08_warp_entanglement_sweep.csv)")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ class Lesson:
     expected_api_errors: list[str] = field(default_factory=list)
     # The Chinese edition's title (`./course --lang zh`); empty: the English one.
     title_zh: str = ""
+    # This lesson's changes to the grading rubric (`./course grade`, rubric.py says the shape);
+    # the catalog's top-level "rubric" holds the defaults every lesson starts from.
+    rubric: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -83,6 +86,7 @@ def load_catalog(root: Path) -> list[Lesson]:
                 min_gpus=entry.get("min_gpus", 1),
                 expected_api_errors=entry.get("expected_api_errors", []),
                 title_zh=entry.get("title_zh", ""),
+                rubric=entry.get("rubric", {}),
             )
         except (KeyError, TypeError) as error:
             raise CourseError(f"{where}: missing or malformed field {error}") from None
@@ -98,6 +102,21 @@ def load_catalog(root: Path) -> list[Lesson]:
     if not lessons:
         raise CourseError(f"{path}: no lessons")
     return lessons
+
+
+def catalog_rubric(root: Path) -> dict:
+    """The catalog's top-level "rubric": the points per kind of check and the weights per TODO
+    tag that every lesson's grade starts from (tools/course_cli/rubric.py)."""
+    path = root / CATALOG_PATH
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise CourseError(f"{path}: cannot read the catalog: {error}") from None
+    rubric = data.get("rubric", {})
+    if not isinstance(rubric, dict) or not all(
+            isinstance(rubric.get(key, {}), dict) for key in ("kinds", "todo_tags")):
+        raise CourseError(f'{path}: "rubric" must be an object with "kinds" and "todo_tags" objects')
+    return rubric
 
 
 def _check_lesson(lesson: Lesson, where: str) -> None:
@@ -116,6 +135,8 @@ def _check_lesson(lesson: Lesson, where: str) -> None:
         raise CourseError(f"{where}: ready must be true or false")
     if not isinstance(lesson.min_gpus, int) or isinstance(lesson.min_gpus, bool) or lesson.min_gpus < 1:
         raise CourseError(f"{where}: min_gpus must be a whole number >= 1, got {lesson.min_gpus!r}")
+    if not isinstance(lesson.rubric, dict):
+        raise CourseError(f"{where}: rubric must be an object (see tools/course_cli/rubric.py)")
     if not isinstance(lesson.title_zh, str):
         raise CourseError(f"{where}: title_zh must be a string")
     if not isinstance(lesson.expected_api_errors, list) or not all(

@@ -10,7 +10,7 @@ import textwrap
 import unicodedata
 from pathlib import Path
 
-from . import build, exercise, starter
+from . import build, exercise, grade, starter
 from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
 from .catalog import (CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson,
                       sanitize_arguments)
@@ -689,4 +689,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run every lesson at its full size (default: --quick sizes, a minute or two in all)",
     )
+
+    grade.add_commands(add)  # instructors: `grade` and `autograder` (grade.py, bundles.py)
     return parser

@@ -463,13 +463,18 @@ INSTANTIATE_TEST_SUITE_P(AllStageCounts, GpuCapstoneStages,
 // ==== Part 2: the streamed pipeline ========================================================
 // CPU suites Streamed..., GPU suites GpuStreamed... (they skip without a GPU).
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
+#include <thread>
 #include <utility>
 
 #include "course/flags.h"
+#include "read_through.h"
+#include "stream_gate.cuh"
 #include "streamed.cuh"
 
 namespace {
@@ -763,6 +768,92 @@ TEST_F(GpuStreamedTimeline, EveryChunkRecordsItsThreeOperationsInStreamOrder) {
             << concerns_todo(kStreamTodo);
       }
     }
+  }
+}
+
+class GpuStreamedIssue : public course::testing::GpuTest {};
+
+/// Whether `bytes` bytes at `p` (host memory) still hold nothing but the poison byte.
+bool still_poisoned(const void* p, std::size_t bytes) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (b[i] != course::kPoisonByte) return false;
+  }
+  return true;
+}
+
+/// Issuing enqueues and returns: nothing of a run may wait on the host. Every stream a run
+/// uses waits for the caller's stream (the sequential run is issued on it, the streamed runs
+/// fork from it), and a gate holds that stream while another host thread issues the run.
+/// The issuing must return while the gate is closed, and none of the run's operations may
+/// have taken place by then: a synchronisation on the host (of a stream, an event or the
+/// device) does not return before the gate opens, and a synchronous copy moves its rows
+/// at once, outside stream order. Correct values and the timeline cannot show either:
+/// the run is merely sequential. Rung 1 computes (a worked example, no TODO of its own).
+TEST_F(GpuStreamedIssue, IssuingReturnsWhileTheStreamsAreHeldAndNothingRunsBeforeThem) {
+  using namespace std::chrono_literals;
+  StreamedProblem p(1000, 36, 52, {Rung::smem_tiled, capstone::kDefaultStages});
+  constexpr int kChunks = 3;
+  const ot::StreamSet streams(kChunks);
+  int device = 0;
+  COURSE_CHECK(cudaGetDevice(&device));
+  const course::Stream reader;  // reads the staging buffers without waiting for the gate
+  std::vector<float> expected;
+  for (const bool chunked : {false, true}) {
+    const std::string what =
+        chunked ? "the streamed run (" + std::to_string(kChunks) + " chunks)" : "the sequential run";
+    const course::Launch run = chunked ? capstone::prepare_streamed(p.job, kChunks, streams)
+                                       : capstone::prepare_sequential(p.job);
+    // Once without a gate: the C to compare with, and every kernel of the run loaded (a
+    // module load may wait for the device, which the gate would hold).
+    const std::vector<float> unheld = p.run(run);
+    if (!chunked) expected = unheld;
+
+    const course::Stream origin;
+    std::memset(p.host_c.data(), course::kPoisonByte, p.host_c.bytes());
+    course::poison(p.device_a.data(), p.device_a.bytes(), origin);
+    course::poison(p.device_c.data(), p.device_c.bytes(), origin);
+    COURSE_CHECK(cudaStreamSynchronize(origin));
+    course::testing::StreamGate gate;
+    gate.hold(origin, 30'000'000'000ull);
+    std::future<void> issued = std::async(std::launch::async, [&] {
+      COURSE_CHECK(cudaSetDevice(device));
+      run(origin);
+    });
+    const bool returned = issued.wait_for(5s) == std::future_status::ready;
+    bool a_moved = false, c_moved = false, host_c_moved = false;
+    if (returned) {
+      std::this_thread::sleep_for(50ms);  // an operation that does not wait has run by now
+      const auto a = course::testing::to_host_through(reader.get(), p.device_a.cspan());
+      const auto c = course::testing::to_host_through(reader.get(), p.device_c.cspan());
+      a_moved = !still_poisoned(a.data(), a.size() * sizeof(float));
+      c_moved = !still_poisoned(c.data(), c.size() * sizeof(float));
+      host_c_moved = !still_poisoned(p.host_c.data(), p.host_c.bytes());
+    }
+    gate.open();
+    issued.get();  // returns once the gate is open; rethrows a failed CUDA call of the run
+    COURSE_CHECK(cudaStreamSynchronize(origin));
+
+    EXPECT_TRUE(returned) << "issuing " << what
+                          << " did not return within 5 s while its streams were held: "
+                             "issue_chunk waits on the host (a stream, event or device "
+                             "synchronisation, or a copy that waits for the stream), so no "
+                             "chunk can overlap another"
+                          << concerns_todo(kStreamTodo);
+    EXPECT_FALSE(a_moved) << what << ": rows of A reached device_a while the streams were "
+                          << "held: the copy in does not wait in the chunk's stream (a "
+                             "synchronous copy, or another stream)"
+                          << concerns_todo(kStreamTodo);
+    EXPECT_FALSE(c_moved) << what << ": device_c was written while the streams were held: "
+                          << "the GEMM does not wait in the chunk's stream"
+                          << concerns_todo(kStreamTodo);
+    EXPECT_FALSE(host_c_moved) << what << ": host_c was written while the streams were held: "
+                               << "the copy out does not wait in the chunk's stream"
+                               << concerns_todo(kStreamTodo);
+    const std::vector<float> held(p.host_c.data(), p.host_c.data() + p.host_c.size());
+    const course::Comparison same = capstone::compare_bitwise(expected, held);
+    EXPECT_TRUE(same.ok()) << what << ", issued while its streams were held, vs the sequential "
+                           << "run: " << same.summary() << concerns_todo(kStreamTodo);
   }
 }
 

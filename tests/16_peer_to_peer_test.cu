@@ -28,6 +28,7 @@
 #include "halo_model.h"
 #include "peer_to_peer.cuh"
 #include "read_through.h"
+#include "stream_gate.cuh"
 
 namespace {
 
@@ -366,17 +367,6 @@ __global__ void hold_kernel(unsigned long long nanoseconds) {
   } while (now - start < nanoseconds);
 }
 
-/// Holds a stream until the host opens `gate` (or `limit_ns` passes, so that a failing test
-/// never hangs): the host decides when what is queued behind it may run.
-__global__ void gate_kernel(const volatile unsigned* gate, unsigned long long limit_ns) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    __nanosleep(1000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (*gate == 0 && now - start < limit_ns);
-}
-
 /// TODO 3's two copies: sources, destinations, the expected words and a stream of device 0
 /// that reads results without waiting for anything else (not the legacy stream: a copy or a
 /// wait that a wrong answer left there would make every legacy read wait for it).
@@ -486,11 +476,9 @@ TEST_F(GpuBothWays, WaitForTheStreamAndJoinIt) {
 TEST_F(GpuBothWays, EachCopyRunsOnItsOwnDevicesStream) {
   poison_all();
   write_sources();
-  course::PinnedBuffer<unsigned> gate(1);
-  gate[0] = 0;
+  course::testing::StreamGate gate;
   COURSE_CHECK(cudaSetDevice(1));
-  gate_kernel<<<1, 1, 0, resources_->stream_b()>>>(gate.data(), 20'000'000'000ull);
-  COURSE_CHECK_LAUNCH();
+  gate.hold(resources_->stream_b(), 20'000'000'000ull);
   COURSE_CHECK(cudaSetDevice(0));
   peer_to_peer::issue_both_directions(both_, *stream_a_);
 
@@ -506,7 +494,7 @@ TEST_F(GpuBothWays, EachCopyRunsOnItsOwnDevicesStream) {
   // The copy b -> a would arrive within microseconds of a -> b on the same stream.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const bool b_to_a_early = arrived(*dst_a_, in_b_);
-  static_cast<volatile unsigned*>(gate.data())[0] = 1;  // open the gate
+  gate.open();
   for (int d : {1, 0}) {
     COURSE_CHECK(cudaSetDevice(d));
     COURSE_CHECK(cudaDeviceSynchronize());

@@ -115,6 +115,17 @@ std::shared_ptr<const std::vector<StreamedChunk>> prepare_chunks(const StreamedJ
   return list;
 }
 
+/// The measurements' own copy of the rows `rows` of one direction of the job (the stage
+/// times and the two-way rate below): the job's A into its device staging for Stage::h2d,
+/// its C back out of the staging for Stage::d2h.
+void copy_job_rows(Stage direction, const StreamedJob& job, RowRange rows, cudaStream_t stream) {
+  const bool into_device = direction == Stage::h2d;
+  float* const dst = into_device ? job.device_a : job.host_c;
+  const float* const src = into_device ? job.host_a : job.device_c;
+  copy_rows(dst, src, rows, into_device ? job.k : job.n,
+            into_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream);
+}
+
 }  // namespace
 
 // ---- The job -----------------------------------------------------------------------------------
@@ -203,12 +214,10 @@ course::Launch prepare_stage(Stage stage, const StreamedJob& job, int chunks) {
   const auto list = prepare_chunks(job, chunks);
   return [stage, job, list](cudaStream_t stream) {
     for (const StreamedChunk& chunk : *list) {
-      if (stage == Stage::h2d) {
-        copy_rows(job.device_a, job.host_a, chunk.rows, job.k, cudaMemcpyHostToDevice, stream);
-      } else if (stage == Stage::kernel) {
+      if (stage == Stage::kernel) {
         chunk.gemm(stream);
       } else {
-        copy_rows(job.host_c, job.device_c, chunk.rows, job.n, cudaMemcpyDeviceToHost, stream);
+        copy_job_rows(stage, job, chunk.rows, stream);
       }
     }
   };
@@ -222,8 +231,8 @@ course::Launch prepare_both_ways(const StreamedJob& job, const ot::StreamSet& st
   const RowRange all{0, job.rows};
   return [job, set, all](cudaStream_t origin) {
     set->fork_from(origin, 2);
-    copy_rows(job.device_a, job.host_a, all, job.k, cudaMemcpyHostToDevice, (*set)[0]);
-    copy_rows(job.host_c, job.device_c, all, job.n, cudaMemcpyDeviceToHost, (*set)[1]);
+    copy_job_rows(Stage::h2d, job, all, (*set)[0]);
+    copy_job_rows(Stage::d2h, job, all, (*set)[1]);
     set->join_into(origin, 2);
   };
 }

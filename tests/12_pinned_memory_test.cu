@@ -172,8 +172,8 @@ TEST(PinnedMemoryModel, TheHandbookFigures) {
   const OverheadModel model = pinned_memory::fit_overhead(bytes, us);
   EXPECT_NEAR(model.overhead_us, 3.3, 1e-9) << concerns_todo(4);
   // 5.88 GB/s, the book's 5.9; break-even 19412 bytes.
-  EXPECT_NEAR(model.bandwidth_gbps, 1e-3 / 0.000170, 1e-9) << concerns_todo(4);
-  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 3.3 / 0.000170, 1e-6)
+  EXPECT_NEAR(model.bandwidth_gbps, 5.88235294117647, 1e-9) << concerns_todo(4);
+  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 19411.76470588235, 1e-6)
       << concerns_todos({4, 5});
 }
 
@@ -182,9 +182,9 @@ TEST(PinnedMemoryModel, NoisyMeasurementsGiveTheLeastSquaresModel) {
   const OverheadModel model =
       pinned_memory::fit_overhead({4096, 8192, 12288, 16384}, {3.0, 3.2, 3.1, 3.5});
   EXPECT_NEAR(model.overhead_us, 2.85, 1e-12) << concerns_todo(4);
-  EXPECT_NEAR(model.bandwidth_gbps, 204.8 / 7.0, 1e-9) << concerns_todo(4);  // 1e-3 / (7 / 204800)
+  EXPECT_NEAR(model.bandwidth_gbps, 29.25714285714286, 1e-9) << concerns_todo(4);
   EXPECT_NEAR(model.r_squared, 0.7, 1e-12) << concerns_todo(4);
-  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 2.85 * 204800.0 / 7.0, 1e-6)
+  EXPECT_NEAR(pinned_memory::break_even_bytes(model), 83382.85714285714, 1e-6)
       << concerns_todos({4, 5});
 }
 
@@ -262,10 +262,11 @@ TEST(PinnedMemoryStepModel, NoisyStepStillFindsItsBreak) {
 
 TEST(PinnedMemoryStepModel, AStraightLineThroughAStepClaimsTooMuchBandwidth) {
   // What the step model is for: the least-squares line through the whole step is pulled
-  // flat by its first part, so its slope claims more than the rising part's 40 GB/s.
+  // flat by its first part, so its slope claims more than the rising part's 40 GB/s: more
+  // than 45 GB/s, 45000 bytes per us.
   const std::vector<double> bytes = break_even_bytes_as_doubles();
   const course::LinearFit line = course::fit_line(bytes, flat_then_rising(0, 0));
-  EXPECT_GT(1e-3 / line.slope, 45.0);
+  EXPECT_LT(line.slope, 1.0 / 45000.0);
   EXPECT_LT(line.r_squared, 0.95);
 }
 
@@ -302,7 +303,7 @@ TEST(PinnedMemoryStepModel, AStraightLineIsALine) {
   EXPECT_EQ(fit.rising_from_bytes, 4096.0);
   EXPECT_NEAR(fit.intercept_us, 3.3, 1e-9);
   EXPECT_TRUE(fit.physical);
-  EXPECT_NEAR(fit.bandwidth_gbps, 1e-3 / 0.000170, 1e-6);
+  EXPECT_NEAR(fit.bandwidth_gbps, 5.88235294117647, 1e-6);
   // The same line judged against a slower link is not physical: no bandwidth.
   const CopyCostFit slow = pinned_memory::fit_copy_cost(bytes, us, 5.0);
   EXPECT_EQ(slow.shape, CostShape::line);

@@ -47,9 +47,6 @@ inline constexpr std::array<HostMemory, 7> kAllHostMemory = {
 /// "portable", "mapped", "write-combined", "registered".
 const char* name(HostMemory kind);
 
-/// The call that allocates `kind`, as the tables print it.
-const char* api(HostMemory kind);
-
 /// The allocation flags of the four kinds one flag-taking allocator makes (host_alloc,
 /// portable, mapped, write_combined). Throws std::invalid_argument for the other kinds.
 unsigned host_alloc_flags(HostMemory kind);

@@ -90,11 +90,12 @@ void print_intro(std::size_t bytes, bool unified, bool registrable) {
             << "; KB = 1024 bytes); GB/s counts each byte once (it crosses the link once)\n"
             << "  unified addressing: " << (unified ? "yes" : "no")
             << (unified ? " (so every page-locked buffer is also mapped and portable)" : "")
-            << "; cudaHostRegister supported: " << (registrable ? "yes" : "no") << "\n";
+            << "; page-locking memory you already have (registered): "
+            << (registrable ? "supported" : "not supported") << "\n";
 }
 
-/// The yardstick and the targets. The yardstick is a large copy from cudaMallocHost memory,
-/// made by the course's own PinnedBuffer so that it does not depend on the exercise.
+/// The yardstick and the targets. The yardstick is a large copy from pinned memory that the
+/// course's own PinnedBuffer makes, so that it does not depend on the exercise.
 void add_reference_and_targets(course::Harness& harness, const pinned_memory::CopyBench& bench,
                                std::size_t bytes) {
   {
@@ -124,12 +125,8 @@ HostBuffer allocate_and_record(course::Harness& harness, const pinned_memory::Co
   HostBuffer host(kind, bytes);
   const std::chrono::duration<double, std::milli> alloc = std::chrono::steady_clock::now() - start;
   const bool locked = host.page_locked();
-  harness.record_sweep("allocation",
-                       {{"memory", memory},
-                        {"api", pinned_memory::api(kind)},
-                        {"page_locked", locked ? "yes" : "no"}},
-                       memory + " (" + pinned_memory::api(kind) + ")" +
-                           (locked ? ", page-locked" : ", not page-locked"),
+  harness.record_sweep("allocation", {{"memory", memory}, {"page_locked", locked ? "yes" : "no"}},
+                       memory + (locked ? ", page-locked" : ", not page-locked"),
                        alloc.count(), static_cast<double>(bytes), "-");
   bench.refill(host);
   return host;
@@ -210,8 +207,8 @@ int main(int argc, char** argv) {
   course::FlagParser flags(
       "12_pinned_memory",
       "Lesson 12: pinned memory and small-copy overhead. Copies between the GPU and host\n"
-      "memory of every kind (pageable malloc, cudaMallocHost, cudaHostAlloc with each flag,\n"
-      "cudaHostRegister): a bandwidth sweep from 4 KB up, when cudaMemcpyAsync returns,\n"
+      "memory of every kind (pageable; pinned by the runtime's allocators, with each flag;\n"
+      "your own memory registered): a bandwidth sweep from 4 KB up, when an async copy returns,\n"
       "what the CPU sees of write-combined memory, the per-copy overhead and its models,\n"
       "and a table of every kind against a large pinned copy. --variant picks a row of\n"
       "that table; --part runs one part only. --csv FILE also writes every sweep to\n"

@@ -13,6 +13,9 @@
 namespace pinned_memory {
 namespace {
 
+// 1 GB/s is 10^9 bytes in 10^6 us.
+constexpr double kBytesPerUsAtOneGbps = 1e3;
+
 struct Candidate {
   CopyCostFit fit;
   double rss = 0;  // sum of squared residuals, us^2
@@ -164,7 +167,7 @@ CopyCostFit fit_copy_cost(const std::vector<double>& bytes, const std::vector<do
   CopyCostFit fit = chosen.fit;
   fit.rms_residual_us = std::sqrt(chosen.rss / static_cast<double>(n));
   if (fit.shape != CostShape::flat) {
-    const double gbps = 1e-3 / fit.slope_us_per_byte;
+    const double gbps = 1.0 / (fit.slope_us_per_byte * kBytesPerUsAtOneGbps);
     fit.physical = physical_bandwidth(gbps, link_gbps);
     fit.bandwidth_gbps = fit.physical ? gbps : 0;
   }

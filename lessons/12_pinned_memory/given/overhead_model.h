@@ -27,7 +27,7 @@ namespace pinned_memory {
 /// The straight-line model: one copy of b bytes takes overhead + b / bandwidth.
 struct OverheadModel {
   double overhead_us = 0;     ///< the fixed cost of one copy (the fit's intercept), us
-  double bandwidth_gbps = 0;  ///< the rate each further byte moves at (1 / slope), GB/s
+  double bandwidth_gbps = 0;  ///< the rate each further byte moves at (from the slope), GB/s
   double r_squared = 0;       ///< how well a straight line explains the measurements
 };
 
@@ -55,8 +55,8 @@ struct CopyCostFit {
   double intercept_us = 0;       ///< line, step: the rising part's overhead (intercept)
   double slope_us_per_byte = 0;  ///< line, step: the rising part's slope (> 0)
   bool physical = false;         ///< line, step: the slope is a rate no faster than the link
-  double bandwidth_gbps = 0;     ///< 1e-3 / slope when `physical`, otherwise 0: never more
-                                 ///< than the link
+  double bandwidth_gbps = 0;     ///< the slope's rate when `physical`, otherwise 0: never
+                                 ///< more than the link
   double rms_residual_us = 0;    ///< how far the measurements lie from the model, rms
 };
 

@@ -37,26 +37,6 @@ const char* name(HostMemory kind) {
   return "unknown";
 }
 
-const char* api(HostMemory kind) {
-  switch (kind) {
-    case HostMemory::pageable:
-      return "malloc";
-    case HostMemory::pinned:
-      return "cudaMallocHost";
-    case HostMemory::host_alloc:
-      return "cudaHostAlloc(Default)";
-    case HostMemory::portable:
-      return "cudaHostAlloc(Portable)";
-    case HostMemory::mapped:
-      return "cudaHostAlloc(Mapped)";
-    case HostMemory::write_combined:
-      return "cudaHostAlloc(WriteCombined)";
-    case HostMemory::registered:
-      return "cudaHostRegister";
-  }
-  return "unknown";
-}
-
 HostBuffer::~HostBuffer() { release(); }
 
 HostBuffer::HostBuffer(HostBuffer&& other) noexcept

@@ -71,7 +71,7 @@ class CopyBench {
   /// The copy as a harness variant: poisoned, checked, then timed.
   course::Variant variant(std::string name, Direction d, const HostBuffer& host,
                           std::size_t n_bytes) const;
-  /// GB/s of one large copy of bytes() bytes from cudaMallocHost memory (the course's own
+  /// GB/s of one large copy of bytes() bytes from pinned memory (the course's own
   /// PinnedBuffer, so the yardstick does not depend on the exercise), event-timed.
   double large_pinned_gbps(Direction d, int warmup, int iters) const;
 

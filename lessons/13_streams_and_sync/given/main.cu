@@ -115,8 +115,8 @@ void print_intro(int spin_ms, std::uint64_t copy_bytes, const course::DeviceSumm
             << " bytes from pinned memory\n  concurrent kernels: "
             << (device_attribute(cudaDevAttrConcurrentKernels, gpu.ordinal) ? "yes" : "no")
             << ", copy engines: " << device_attribute(cudaDevAttrAsyncEngineCount, gpu.ordinal)
-            << "\n  overlap % = 100 x (t1 + t2 - t_pair) / min(t1, t2) on the GPU's global "
-               "timer (median ms: t_pair): below "
+            << "\n  overlap % = the time both ran at once, in % of the shorter one's own time, "
+               "on the GPU's global timer (median ms: t_pair): below "
             << kSerialisedBelow * 100 << " serialised, above " << kConcurrentAbove * 100
             << " concurrent\n  check: PASS agrees with what CUDA guarantees; FAIL "
                "contradicts it or the values did not verify; NOTE allowed, but the GPU "
@@ -247,7 +247,8 @@ int main(int argc, char** argv) {
       "blocking, non-blocking) run concurrently; what breaks that concurrency (an operation\n"
       "in the legacy stream, cudaMalloc, cudaFree, destroying a stream or an event,\n"
       "CUDA_LAUNCH_BLOCKING=1, ...); and what each synchronisation call waits for.\n"
-      "overlap = (t1 + t2 - t_pair) / min(t1, t2): 100 % concurrent, 0 % serialised.");
+      "overlap: the time both ran at once, as a fraction of the shorter one's own time\n"
+      "(100 % concurrent, 0 % serialised).");
   add_flags(flags, settings);
   return course::run_driver(
       flags, argc, argv, settings.options,

@@ -38,6 +38,7 @@ class TestSourceTest(unittest.TestCase):
         namespace {
         using course::testing::concerns_todo;
         constexpr std::uint64_t kBig = 1'000'000;  // a digit separator, not a char literal
+        const std::string kBoth = concerns_todos({8, 9});
         const std::vector<int> kSizes = {1, 2, 3};
         int which_todo(bool a) { return a ? 4 : 5; }
         std::string tags(int scope) { return scope ? concerns_todos({1, 2}) : concerns_todo(7); }
@@ -48,6 +49,7 @@ class TestSourceTest(unittest.TestCase):
         }  // namespace
         TEST(ModelShape, Direct) { EXPECT_EQ(1, 2) << concerns_todo(3) << "'{'"; }
         TEST(ModelShape, None) { EXPECT_EQ(1, 1); }
+        TEST(ModelShape, ThroughAVariable) { EXPECT_EQ(1, 1) << kBoth; }
         TEST(ModelPtx, ThroughAHelperNumber) { EXPECT_TRUE(x) << concerns_todo(which_todo(true)); }
         class GpuThing : public GpuTest {
          protected:
@@ -61,6 +63,7 @@ class TestSourceTest(unittest.TestCase):
         todos = rubric.todos_of_tests(self.SOURCE)
         self.assertEqual(todos["ModelShape.Direct"], [3])
         self.assertEqual(todos["ModelShape.None"], [])
+        self.assertEqual(todos["ModelShape.ThroughAVariable"], [8, 9])
         self.assertEqual(todos["ModelPtx.ThroughAHelperNumber"], [4, 5])
         self.assertEqual(todos["GpuThing.UsesTheFixture"], [1, 2, 7])
         self.assertEqual(todos["GpuOther.ThroughTwoCalls"], [1, 2, 7])
@@ -77,8 +80,10 @@ class TestSourceTest(unittest.TestCase):
         checks = {c.id: c for c in rubric.base_checks(REPO, LESSON)}
         ptx = checks["WarpEntanglementPtx.EveryKernelCopiesCommitsWaitsAndArrivesOn"]
         self.assertEqual((ptx.kind, ptx.tier, ptx.todos), ("async_path", "cpu", [3, 4, 5, 6]))
+        # concerns_todo(2) in its body and kRules (= concerns_todos({1, 2})), a variable.
         model = checks["WarpEntanglementModel.WaitPriorIsClampedAtEight"]
-        self.assertEqual((model.kind, model.tier, model.todos), ("values", "cpu", [2]))
+        self.assertEqual((model.kind, model.tier, model.todos), ("values", "cpu", [1, 2]))
+        self.assertEqual(checks["WarpEntanglementModel.PredictionsForTheKernel"].todos, [1, 2])
         self.assertEqual(checks["GpuWarpEntanglementLimits"].tier, "gpu")
         self.assertNotIn("GpuWarpEntanglement.EveryElementAndEveryInvariant", checks)
 

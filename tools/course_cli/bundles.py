@@ -113,9 +113,9 @@ cmake --preset default -B build/grade/{lesson.name} "-DCOURSE_LESSON_FILTER={fil
 cmake --build build/grade/{lesson.name} --target {lesson.name}_test {lesson.name} course_gpu_probe
 
 # A submission runs in this image: no answer may stay where it could read one.
-# (The template's programs, and this lesson's solution objects; the compiled kernels of the
-# lessons it builds on stay: the template links them, as the course does.)
-rm -rf solutions build/grade/{lesson.name}/bin \
+# (This lesson's solution objects too, if any were built; the compiled kernels of the lessons
+# it builds on stay: the template links them, as the course does.)
+rm -rf solutions build/grade/{lesson.name}/bin/*_solution* \\
   build/grade/{lesson.name}/lessons/{lesson.name}/CMakeFiles/{lesson.name}_solution*
 chmod -R a+rX /autograder/source
 """

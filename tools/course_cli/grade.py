@@ -904,6 +904,9 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
     formats = parse_formats(args.format)
     out = Path(args.out).resolve()
+    if args.show_rubric and not args.submissions:  # grades nothing but the starter: no OUT
+        import tempfile
+        out = Path(tempfile.mkdtemp(prefix="course-rubric-"))
     submissions_path = Path(args.submissions).resolve() if args.submissions else None
     if args.show_rubric and submissions_path is None:
         pass
@@ -953,6 +956,8 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
     grader.rubric = rubric
     if args.show_rubric:
         print(json.dumps(rubric.as_json(), indent=2))
+        if not args.submissions:
+            shutil.rmtree(out, ignore_errors=True)
         return 0
 
     submissions = find_submissions(submissions_path, lesson, args.student)

@@ -9,8 +9,10 @@
 #include "course/buffers.h"
 #include "course/data.h"
 #include "course/device.h"
+#include "course/problem.h"
 #include "course/roof.h"
 #include "course/timing.h"
+#include "course/workload.h"
 #include "gpu_test.h"
 
 namespace {
@@ -33,6 +35,38 @@ TEST_F(GpuCommon, PoisonReachesEveryByte) {
   course::fill_hash(device.span(), 1);
   course::poison(device.data(), device.bytes());
   for (std::uint32_t v : course::to_host(device.cspan())) ASSERT_EQ(v, 0xA5A5A5A5u);
+}
+
+TEST_F(GpuCommon, ProblemChecksEveryOutputElement) {
+  const std::size_t n = 1000003;  // prime: the last group of 32 is partial
+  const course::workload::Problem problem(n, 11);
+  std::vector<std::uint32_t> host_in(n), expected(n);
+  course::fill_hash_host(host_in, 11);
+  course::workload::reference(host_in, expected);
+  ASSERT_EQ(problem.expected, expected);
+
+  course::Variant right = problem.checked("right", [&](cudaStream_t s) {
+    COURSE_CHECK(cudaMemcpyAsync(problem.out.data(), expected.data(), n * sizeof(std::uint32_t),
+                                 cudaMemcpyHostToDevice, s));
+  });
+  course::Variant last_missing = problem.checked("last missing", [&](cudaStream_t s) {
+    COURSE_CHECK(cudaMemcpyAsync(problem.out.data(), expected.data(),
+                                 (n - 1) * sizeof(std::uint32_t), cudaMemcpyHostToDevice, s));
+  });
+  EXPECT_EQ(right.bytes, course::workload::bytes_moved(n));
+  right.prepare(nullptr);
+  right.run(nullptr);
+  COURSE_CHECK(cudaDeviceSynchronize());
+  const course::Comparison all_written = right.check();
+  EXPECT_TRUE(all_written.ok()) << all_written.summary();
+  // prepare() poisons the whole output again: the element this run does not write is wrong,
+  // although the run before wrote it.
+  last_missing.prepare(nullptr);
+  last_missing.run(nullptr);
+  COURSE_CHECK(cudaDeviceSynchronize());
+  const course::Comparison one_missing = last_missing.check();
+  EXPECT_EQ(one_missing.checked, n);
+  EXPECT_EQ(one_missing.mismatches, 1u) << one_missing.summary();
 }
 
 TEST_F(GpuCommon, TimingReturnsOneSamplePerIteration) {

@@ -14,6 +14,7 @@
 #include "course/check.h"
 #include "course/data.h"
 #include "course/harness.h"
+#include "course/problem.h"
 #include "course/workload.h"
 #include "cuda_barrier.cuh"
 #include "register_staged.cuh"
@@ -95,21 +96,13 @@ void add_flags(course::FlagParser& flags, Settings& s) {
                    "stages of the multi-stage variants (default 4)");
 }
 
-/// The workload on the device, its CPU reference, and the slots where the kernels report
-/// what memcpy_async returned.
-struct Workload {
+/// The problem every row runs, and the slots where the kernels report what memcpy_async
+/// returned.
+struct Workload : course::workload::Problem {
   explicit Workload(std::size_t elements)
-      : n(elements), in(n), out(n), report(cuda_barrier::kReportSlots), expected(n) {
-    course::fill_hash(in.span(), /*seed=*/1);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    course::workload::reference(host_in, expected);
-  }
+      : Problem(elements, /*seed=*/1), report(cuda_barrier::kReportSlots) {}
 
-  const std::size_t n;
-  course::DeviceBuffer<std::uint32_t> in, out;
   course::DeviceBuffer<std::uint32_t> report;
-  std::vector<std::uint32_t> expected;
 };
 
 /// The blocks a row launches: --blocks-per-sm or as many as fit, one per SM, or, for the
@@ -170,12 +163,11 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
       course::workload::bytes_moved(w.n),
       launch_for(spec, w, shape),
       [&](cudaStream_t st) {
-        course::poison(w.out.data(), w.out.bytes(), st);
+        w.poison_output(st);
         // 0xFF bytes: every slot reads kNotCalled until its call writes it.
         COURSE_CHECK(cudaMemsetAsync(w.report.data(), 0xFF, w.report.bytes(), st));
       },
       [&, spec] {
-        const auto actual = course::to_host(w.out.cspan());
         if (!spec.lesson01) {
           const auto r = course::to_host(w.report.cspan());
           std::cout << "    " << spec.name << ": memcpy_async returned "
@@ -185,7 +177,7 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
                     << cuda_barrier::contract_name(r[cuda_barrier::kTailCopy])
                     << " (tail past the last 16-byte chunk)\n";
         }
-        return course::compare_exact<std::uint32_t>(w.expected, actual);
+        return w.compare_output();
       },
   });
 }
@@ -197,15 +189,11 @@ void run_other_stage_counts(course::Harness& harness, Workload& w, const course:
                             int table_stages) {
   for (int stages = cuda_barrier::kMinStages; stages <= cuda_barrier::kMaxStages; ++stages) {
     if (stages == table_stages) continue;  // the main table ran it
-    harness.sweep(
-        "stages (--quick)", {{"stages", std::to_string(stages)}},
-        {"multi-stage, " + std::to_string(stages) + " stages", course::workload::bytes_moved(w.n),
-         cuda_barrier::prepare_copy_and_compute(w.in.cspan(), w.out.span(), Kernel::multi_stage,
-                                                {gpu.sm_count, kThreads, stages}),
-         [&w](cudaStream_t st) { course::poison(w.out.data(), w.out.bytes(), st); },
-         [&w] {
-           return course::compare_exact<std::uint32_t>(w.expected, course::to_host(w.out.cspan()));
-         }});
+    harness.sweep("stages (--quick)", {{"stages", std::to_string(stages)}},
+                  w.checked("multi-stage, " + std::to_string(stages) + " stages",
+                            cuda_barrier::prepare_copy_and_compute(
+                                w.in.cspan(), w.out.span(), Kernel::multi_stage,
+                                {gpu.sm_count, kThreads, stages})));
   }
 }
 

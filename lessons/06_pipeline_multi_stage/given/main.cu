@@ -17,6 +17,7 @@
 #include "course/data.h"
 #include "course/harness.h"
 #include "course/launch.h"
+#include "course/problem.h"
 #include "course/workload.h"
 #include "pipeline_multi_stage.cuh"
 #include "register_staged.cuh"
@@ -96,26 +97,10 @@ void validate(const Settings& s) {
 }
 
 /// The workload on the device and its CPU reference, and the launches every row uses.
-struct Workload {
-  explicit Workload(std::size_t elements) : n(elements), in(n), out(n), expected(n) {
-    course::fill_hash(in.span(), /*seed=*/6);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    course::workload::reference(host_in, expected);
-  }
+/// The problem every row runs, and the two kernels' launches over it.
+struct Workload : course::workload::Problem {
+  explicit Workload(std::size_t elements) : Problem(elements, /*seed=*/6) {}
 
-  /// A checked variant: poison the output, run once, compare every element.
-  course::Variant checked(const std::string& name, course::Launch run) {
-    return course::Variant{
-        name,
-        course::workload::bytes_moved(n),
-        std::move(run),
-        [this](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-        [this] {
-          return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
-        },
-    };
-  }
   course::Launch lesson01(register_staged::LaunchShape shape) const {
     return register_staged::prepare_copy_and_compute(in.cspan(), out.span(),
                                                      register_staged::Granularity::coarse, shape);
@@ -123,10 +108,6 @@ struct Workload {
   course::Launch pipelined(const Config& config, register_staged::LaunchShape shape) const {
     return pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), config, shape);
   }
-
-  const std::size_t n;
-  course::DeviceBuffer<std::uint32_t> in, out;
-  std::vector<std::uint32_t> expected;
 };
 
 /// One row of the main table: the blocks it launches (one per SM, as many as fit, or, for

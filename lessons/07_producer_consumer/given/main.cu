@@ -17,6 +17,7 @@
 #include "course/data.h"
 #include "course/harness.h"
 #include "course/launch.h"
+#include "course/problem.h"
 #include "course/workload.h"
 #include "pipeline_multi_stage.cuh"
 #include "producer_consumer.cuh"
@@ -24,6 +25,7 @@
 
 namespace {
 
+using course::workload::Problem;
 using producer_consumer::Partition;
 
 constexpr int kUnifiedThreads = 256;  // lessons 01 and 06: 256 threads x 4 vectors = 16 KB
@@ -109,33 +111,6 @@ void validate(const Settings& s) {
   }
 }
 
-/// The workload on the device and its CPU reference.
-struct Workload {
-  explicit Workload(std::size_t elements) : n(elements), in(n), out(n), expected(n) {
-    course::fill_hash(in.span(), /*seed=*/7);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    course::workload::reference(host_in, expected);
-  }
-
-  /// A checked variant: poison the output, run once, compare every element.
-  course::Variant checked(const std::string& name, course::Launch run) {
-    return course::Variant{
-        name,
-        course::workload::bytes_moved(n),
-        std::move(run),
-        [this](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-        [this] {
-          return course::compare_exact<std::uint32_t>(expected, course::to_host(out.cspan()));
-        },
-    };
-  }
-
-  const std::size_t n;
-  course::DeviceBuffer<std::uint32_t> in, out;
-  std::vector<std::uint32_t> expected;
-};
-
 /// A row of the main table before its block count is known: how many blocks fit on an SM,
 /// what the row is, and how to prepare its launch for a number of blocks.
 struct Prepared {
@@ -144,7 +119,7 @@ struct Prepared {
   std::function<course::Launch(int)> prepare;
 };
 
-Prepared prepare_spec(const VariantSpec& spec, Workload& w, const Settings& s) {
+Prepared prepare_spec(const VariantSpec& spec, Problem& w, const Settings& s) {
   Prepared p;
   if (spec.kernel == Kernel::register_staged) {
     const auto g = register_staged::Granularity::coarse;
@@ -178,7 +153,7 @@ Prepared prepare_spec(const VariantSpec& spec, Workload& w, const Settings& s) {
   return p;
 }
 
-void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+void run_spec(course::Harness& harness, Problem& w, const course::DeviceSummary& gpu,
               const Settings& s, const VariantSpec& spec) {
   const Prepared p = prepare_spec(spec, w, s);
   if (p.resident < 1) {
@@ -192,7 +167,7 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
 }
 
 /// The warp sweep at one block per SM: producer warps x consumer warps.
-void run_warp_sweep(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+void run_warp_sweep(course::Harness& harness, Problem& w, const course::DeviceSummary& gpu,
                     const Settings& s) {
   const int blocks = gpu.sm_count;
   for (int producers : kSweepProducerWarps) {
@@ -226,7 +201,7 @@ void run_warp_sweep(course::Harness& harness, Workload& w, const course::DeviceS
 /// the main table's pair). stage_buffer is compiled once per stage count, the kernel once per
 /// stage count and partition, and the race checks run the program --quick: each copy of the
 /// helpers you wrote must run there to be checked. Stages that do not fit are skipped.
-void run_every_stage_count(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+void run_every_stage_count(course::Harness& harness, Problem& w, const course::DeviceSummary& gpu,
                            const Settings& s) {
   for (Partition p : {Partition::role, Partition::producer_count}) {
     for (int stages = producer_consumer::kMinStages; stages <= producer_consumer::kMaxStages;
@@ -255,7 +230,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
             << " stages of 16 KB, " << name(s.partition())
             << " partition; GB/s counts bytes read + bytes written\n";
 
-  Workload w(n);
+  Problem w(n, /*seed=*/7);
   course::Harness harness(kLesson, options, gpu);
   harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
   harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());

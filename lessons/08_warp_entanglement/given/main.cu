@@ -19,10 +19,13 @@
 #include "course/buffers.h"
 #include "course/data.h"
 #include "course/harness.h"
+#include "course/problem.h"
 #include "course/workload.h"
 #include "warp_entanglement.cuh"
 
 namespace {
+
+using course::workload::Problem;
 
 namespace we = warp_entanglement;
 
@@ -53,20 +56,6 @@ void validate(const Settings& s) {
   }
 }
 
-/// The workload on the device and its CPU reference.
-struct Workload {
-  explicit Workload(std::size_t elements) : n(elements), in(n), out(n), expected(n) {
-    course::fill_hash(in.span(), /*seed=*/8);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    course::workload::reference(host_in, expected);
-  }
-
-  const std::size_t n;
-  course::DeviceBuffer<std::uint32_t> in, out;
-  std::vector<std::uint32_t> expected;
-};
-
 /// Every variant's launch shape, one line each. One block per SM by default: the variant's
 /// own pipeline is all that hides latency.
 std::vector<we::LaunchShape> launch_shapes(int blocks_per_sm, const course::DeviceSummary& gpu) {
@@ -86,7 +75,7 @@ std::vector<we::LaunchShape> launch_shapes(int blocks_per_sm, const course::Devi
 /// The entanglement report: one instrumented launch per variant, the model beside what it
 /// measured (sweep `entanglement`). With --variant, its control (and the converged baseline)
 /// are measured too.
-void run_entanglement_report(course::Harness& harness, Workload& w,
+void run_entanglement_report(course::Harness& harness, Problem& w,
                              const std::vector<we::LaunchShape>& shapes, const std::string& variant,
                              const course::DeviceSummary& gpu) {
   const std::vector<std::string> reported =
@@ -110,22 +99,14 @@ void run_entanglement_report(course::Harness& harness, Workload& w,
 }
 
 /// The harness table: the same kernels, uninstrumented, checked and timed.
-void run_table(course::Harness& harness, Workload& w, const std::vector<we::LaunchShape>& shapes,
+void run_table(course::Harness& harness, Problem& w, const std::vector<we::LaunchShape>& shapes,
                const std::string& variant) {
   for (std::size_t i = 0; i < we::variants().size(); ++i) {
     const we::VariantSpec& spec = we::variants()[i];
     if (!variant.empty() && variant != spec.name) continue;
-    harness.run({
-        spec.name,
-        course::workload::bytes_moved(w.n),
-        we::prepare_copy_and_compute(w.in.cspan(), w.out.span(), spec.mode,
-                                     we::lane_paths(spec.paths), shapes[i]),
-        [&](cudaStream_t s) { course::poison(w.out.data(), w.out.bytes(), s); },
-        [&] {
-          const auto actual = course::to_host(w.out.cspan());
-          return course::compare_exact<std::uint32_t>(w.expected, actual);
-        },
-    });
+    harness.run(w.checked(spec.name,
+                          we::prepare_copy_and_compute(w.in.cspan(), w.out.span(), spec.mode,
+                                                       we::lane_paths(spec.paths), shapes[i])));
   }
 }
 
@@ -139,7 +120,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
             << " KB; batch k+1 starts before wait_prior(" << we::kAllowedPending
             << ") for batch k; GB/s counts bytes read + bytes written\n";
 
-  Workload w(n);
+  Problem w(n, /*seed=*/8);
   we::model::print_fully_diverged_example(std::cout);
 
   course::Harness harness(kLesson, options, gpu);

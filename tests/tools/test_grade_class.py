@@ -56,13 +56,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", required=True, type=Path)
     parser.add_argument("--work", type=Path, help="scratch folder (default: BUILD/grade_class)")
-    parser.add_argument("--limit", type=float, default=20)
+    parser.add_argument("--limit", type=float,
+                        help="each submission's run limit (default 20 s without a GPU, 300 s "
+                             "with one: the sanitizers take their time)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     build_dir = args.build_dir.resolve()
     if not (build_dir / "bin" / f"{grade_class.LESSON}_test").is_file():
         print(f"{build_dir} has no {grade_class.LESSON}_test: lesson 08 is not built there")
         return 1
+    if args.limit is None:
+        probe = subprocess.run([str(build_dir / "bin" / "course_gpu_probe")], capture_output=True)
+        args.limit = 300.0 if probe.returncode == 0 else 20.0
     work = (args.work or build_dir / "grade_class").resolve()
     shutil.rmtree(work, ignore_errors=True)
     submissions, out = work / "class", work / "grades"

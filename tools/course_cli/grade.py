@@ -212,68 +212,74 @@ def absolute_includes(unit: str, folder: Path) -> str:
     return re.sub(r'^#include "([^"]+)"', resolved, unit, flags=re.M)
 
 
-def load_template(root: Path, lesson: Lesson, build_dir: Path) -> Template:
-    entries = _compile_entries(build_dir)
-    starter_file = (lesson.lesson_dir(root) / f"{lesson.slug}.cu").resolve()
+def _unit_compiles(root: Path, lesson: Lesson, build_dir: Path, entries: list[dict],
+                   starter_file: Path) -> list[Unit]:
+    """The compiles of the student's file: the lesson's unit (and its test-hooks twin) that
+    includes the starter, or, without a launch file, the starter itself."""
     units: list[Unit] = []
-    wanted = [(f"{lesson.name}_starter_unit.cu", "unit.o"),
-              (f"{lesson.name}_starter_test_unit.cu", "unit_test.o")]
-    for file_name, object_name in wanted:
+    for file_name, object_name in ((f"{lesson.name}_starter_unit.cu", "unit.o"),
+                                   (f"{lesson.name}_starter_test_unit.cu", "unit_test.o")):
         entry = next((e for e in entries if Path(e["file"]).name == file_name), None)
         if entry is None:
             continue
-        source = Path(entry["file"])
-        if not source.is_absolute():
-            source = Path(entry["directory"]) / source
+        source = Path(entry["directory"]) / entry["file"]  # "file" may be absolute already
         text = absolute_includes(source.read_text(encoding="utf-8"), source.parent)
-        units.append(Unit(source, [], entry["directory"], _object_of(entry, build_dir),
-                          object_name, text))
-        units[-1].command = student_compile_command(entry["command"], Path(file_name).name,
-                                                    object_name)
-    if not units:  # no launch file: the build compiles the starter itself
-        entry = next((e for e in entries if Path(e["file"]).resolve() == starter_file), None)
-        if entry is None:
-            raise CourseError(f"{build_dir}/compile_commands.json has no compile of "
-                              f"{shown(starter_file, root)}: is lesson {lesson.number} configured "
-                              "in this build folder?")
-        units.append(Unit(starter_file, student_compile_command(
-            entry["command"], f"{lesson.slug}.cu", "unit.o"), entry["directory"],
-            _object_of(entry, build_dir), "unit.o", ""))
-    # Other compiles of the starter that the programs link, naming it in their command (lessons
-    # 16 and 17 compile the exercise again against recording test doubles, through a -D define):
-    # compiled again with the student's file in the starter's place.
+        units.append(Unit(source, student_compile_command(entry["command"], file_name, object_name),
+                          entry["directory"], _object_of(entry, build_dir), object_name, text))
+    if units:
+        return units
+    entry = next((e for e in entries if Path(e["file"]).resolve() == starter_file), None)
+    if entry is None:
+        raise CourseError(f"{build_dir}/compile_commands.json has no compile of "
+                          f"{shown(starter_file, root)}: is lesson {lesson.number} configured "
+                          "in this build folder?")
+    return [Unit(starter_file, student_compile_command(entry["command"], f"{lesson.slug}.cu",
+                                                       "unit.o"),
+                 entry["directory"], _object_of(entry, build_dir), "unit.o", "")]
+
+
+def _other_compiles(lesson: Lesson, build_dir: Path, entries: list[dict], starter_file: Path,
+                    first: int) -> list[Unit]:
+    """Other compiles of the starter that name it in their command (lessons 16 and 17 compile
+    the exercise again against recording test doubles, through a -D define): compiled again
+    with the student's file in the starter's place."""
     starter_re = re.compile(r"[^\s\"'=]*" + re.escape(f"lessons/{lesson.name}/{lesson.slug}.cu"))
+    units = []
     for entry in entries:
-        source = Path(entry["directory"]) / entry["file"]
-        if not starter_re.search(entry["command"]) or source.resolve() == starter_file:
+        source = (Path(entry["directory"]) / entry["file"]).resolve()
+        if not starter_re.search(entry["command"]) or source == starter_file:
             continue
-        name = f"extra{len(units)}.o"
-        command = student_compile_command(entry["command"], str(source.resolve()), name)
-        units.append(Unit(source.resolve(), [starter_re.sub(STUDENT_FILE, w) for w in command],
+        name = f"extra{first + len(units)}.o"
+        command = student_compile_command(entry["command"], str(source), name)
+        units.append(Unit(source, [starter_re.sub(STUDENT_FILE, w) for w in command],
                           entry["directory"], _object_of(entry, build_dir), name, ""))
-    links = {}
-    linked: set[str] = set()
-    for target in (f"{lesson.name}_test", lesson.name):
-        try:
-            lines = subprocess.run(["ninja", "-C", str(build_dir), "-t", "commands", target],
-                                   capture_output=True, text=True, check=True).stdout.splitlines()
-        except (OSError, subprocess.CalledProcessError) as error:
-            raise CourseError(f"cannot read the link command of {target}: {error}") from None
-        link = lines[-1]
-        found = False
-        for unit in units:
-            if re.search(rf"(^|\s){re.escape(unit.linked_object)}(\s|$)", link):
-                link = re.sub(rf"(^|\s){re.escape(unit.linked_object)}(?=\s|$)",
-                              lambda m, u=unit: f"{m.group(1)}@OBJ:{u.object_name}@", link)
-                found = linked.add(unit.object_name) or True
-        if not found:
-            raise CourseError(f"the link command of {target} names none of the student's objects")
-        link, count = re.subn(r"(\s)-o\s+\S+", r"\1-o @OUT@", link, count=1)
-        if not count:
-            raise CourseError(f"cannot find the output in the link command of {target}")
-        links[target] = link
-    units = [u for u in units if u.object_name in linked]  # compiles no program links: none
-    test_program = build_dir / "bin" / f"{lesson.name}_test"
+    return units
+
+
+def _link_template(build_dir: Path, target: str, units: list[Unit], linked: set[str]) -> str:
+    """The template's link command of `target`, with @OBJ:name@ where it links one of `units`
+    (added to `linked`) and @OUT@ for its output."""
+    try:
+        lines = subprocess.run(["ninja", "-C", str(build_dir), "-t", "commands", target],
+                               capture_output=True, text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise CourseError(f"cannot read the link command of {target}: {error}") from None
+    link = lines[-1]
+    for unit in units:
+        pattern = rf"(^|\s){re.escape(unit.linked_object)}(?=\s|$)"
+        if re.search(pattern, link):
+            link = re.sub(pattern, lambda m, u=unit: f"{m.group(1)}@OBJ:{u.object_name}@", link)
+            linked.add(unit.object_name)
+    if "@OBJ:" not in link:
+        raise CourseError(f"the link command of {target} names none of the student's objects")
+    link, count = re.subn(r"(\s)-o\s+\S+", r"\1-o @OUT@", link, count=1)
+    if not count:
+        raise CourseError(f"cannot find the output in the link command of {target}")
+    return link
+
+
+def list_tests(test_program: Path) -> list[str]:
+    """Every test of a GoogleTest program, "Prefix/Suite.Test/param" as it names them."""
     listing = subprocess.run([str(test_program), "--gtest_list_tests"], capture_output=True,
                              text=True, timeout=120)
     if listing.returncode != 0:
@@ -285,10 +291,23 @@ def load_template(root: Path, lesson: Lesson, build_dir: Path) -> Template:
             suite = line.split("#")[0].strip().rstrip(".")
         elif line.strip():
             tests.append(f"{suite}.{line.split('#')[0].strip()}")
-    probe = build.run_probe(build_dir / "bin" / build.PROBE_NAME)
-    template = Template(root, lesson, build_dir, units, links, tests,
+    return tests
+
+
+def load_template(root: Path, lesson: Lesson, build_dir: Path) -> Template:
+    entries = _compile_entries(build_dir)
+    starter_file = (lesson.lesson_dir(root) / f"{lesson.slug}.cu").resolve()
+    units = _unit_compiles(root, lesson, build_dir, entries, starter_file)
+    units += _other_compiles(lesson, build_dir, entries, starter_file, len(units))
+    linked: set[str] = set()
+    links = {target: _link_template(build_dir, target, units, linked)
+             for target in (f"{lesson.name}_test", lesson.name)}
+    units = [u for u in units if u.object_name in linked]  # compiles no program links: none
+    template = Template(root, lesson, build_dir, units, links,
+                        list_tests(build_dir / "bin" / f"{lesson.name}_test"),
                         _cache_value(build_dir, "COURSE_COMPUTE_SANITIZER"),
-                        _cache_value(build_dir, "COURSE_CUOBJDUMP"), probe,
+                        _cache_value(build_dir, "COURSE_CUOBJDUMP"),
+                        build.run_probe(build_dir / "bin" / build.PROBE_NAME),
                         starter_file=starter_file)
     template.visible = visible_paths(root, build_dir, units, links)
     return template
@@ -492,46 +511,52 @@ def run_tests(sandbox: isolation.Sandbox, program: str, tests: list[str], env: d
                                                      f"time limit ({clock.limit:.0f} s) was spent")
             break
         reader = GtestReader()
-        flt = ":".join(pending) if len(pending) < len(tests) or len(pending) < 40 else None
-        argv = [program] + ([f"--gtest_filter={flt}"] if flt else
-                            [f"--gtest_filter={_suite_filter(pending)}"])
+        selected = ":".join(pending) if len(pending) < len(tests) or len(pending) < 40 else \
+            _suite_filter(pending)
         watchdog = max(1, min(WATCHDOG_S, int(clock.left)))
-        outcome = sandbox.run(argv, timeout=clock.left, writable=False, limits=limits,
-                              env={**env, "COURSE_TEST_WATCHDOG_S": str(watchdog)},
-                              on_line=reader)
+        outcome = sandbox.run([program, f"--gtest_filter={selected}"], timeout=clock.left,
+                              writable=False, limits=limits, on_line=reader,
+                              env={**env, "COURSE_TEST_WATCHDOG_S": str(watchdog)})
         clock.spend(outcome.seconds)
         outcomes.update({k: v for k, v in reader.outcomes.items() if k in pending})
-        progressed = [name for name in pending if name in reader.outcomes]
         pending = [name for name in pending if name not in reader.outcomes]
-        if not pending:
-            break
-        if outcome.timed_out:
-            where = (f" in {reader.running}" if reader.running else
-                     " before its first test (a static initializer?)")
-            if reader.running in pending:
-                outcomes[reader.running] = TestOutcome(
-                    FAILED, f"timed out: still running{where} when the submission's time limit "
-                            f"({clock.limit:.0f} s) was spent (a hang)\n" + "\n".join(reader.lines))
-            for name in pending:
-                outcomes.setdefault(name, TestOutcome(
-                    FAILED, f"failed: the test program hung{where}, and the submission's time "
-                            f"limit ({clock.limit:.0f} s) was spent"))
-            break
-        how = _signal_text(outcome.status)
-        if reader.running in pending:
-            outcomes[reader.running] = TestOutcome(
-                FAILED, f"crashed: the test program stopped in this test ({how})\n"
-                        + "\n".join(reader.lines[-40:]) + "\n" + outcome.output[-1500:])
-            pending.remove(reader.running)
-            progressed.append(reader.running)
-        if not progressed:
-            # It stopped before running anything: running it again would do the same.
-            for name in pending:
-                outcomes[name] = TestOutcome(
-                    FAILED, f"failed: the test program stopped before its first test ({how})\n"
-                            + outcome.output[-1500:])
+        if pending and not _after_a_stop(outcome, reader, pending, outcomes, clock):
             break
     return outcomes
+
+
+def _after_a_stop(outcome: isolation.Outcome, reader: GtestReader, pending: list[str],
+                  outcomes: dict[str, TestOutcome], clock: Clock) -> bool:
+    """After a run that left tests without an outcome: the test it stopped in fails (hung or
+    crashed); whether to run the rest in a fresh process (False: they fail too, and `pending`
+    is left as it was)."""
+    if outcome.timed_out:
+        where = (f" in {reader.running}" if reader.running else
+                 " before its first test (a static initializer?)")
+        if reader.running in pending:
+            outcomes[reader.running] = TestOutcome(
+                FAILED, f"timed out: still running{where} when the submission's time limit "
+                        f"({clock.limit:.0f} s) was spent (a hang)\n" + "\n".join(reader.lines))
+        for name in pending:
+            outcomes.setdefault(name, TestOutcome(
+                FAILED, f"failed: the test program hung{where}, and the submission's time "
+                        f"limit ({clock.limit:.0f} s) was spent"))
+        return False
+    how = _signal_text(outcome.status)
+    if reader.running in pending:
+        outcomes[reader.running] = TestOutcome(
+            FAILED, f"crashed: the test program stopped in this test ({how})\n"
+                    + "\n".join(reader.lines[-40:]))
+        pending.remove(reader.running)
+        return True
+    if reader.outcomes:  # the watchdog ended it between tests: go on with the rest
+        return True
+    # It stopped before running anything: running it again would do the same.
+    for name in pending:
+        outcomes[name] = TestOutcome(
+            FAILED, f"failed: the test program stopped before its first test ({how})\n"
+                    + outcome.output[-1500:])
+    return False
 
 
 def _suite_filter(tests: list[str]) -> str:
@@ -579,10 +604,13 @@ class Options:
 
 
 class GpuSlots:
-    """Which GPU a submission's GPU steps may use; one submission per GPU slot at a time."""
+    """Which GPUs a submission's GPU steps may use (CUDA_VISIBLE_DEVICES): `per_gpu`
+    submissions at a time on each group of `group` GPUs (a lesson's min_gpus)."""
 
-    def __init__(self, gpus: int, per_gpu: int) -> None:
-        self._free = [str(g) for g in range(gpus) for _ in range(per_gpu)]
+    def __init__(self, gpus: int, per_gpu: int, group: int = 1) -> None:
+        groups = [",".join(str(g) for g in range(first, first + group))
+                  for first in range(0, gpus - group + 1, group)]
+        self._free = [devices for devices in groups for _ in range(max(1, per_gpu))]
         self._lock = threading.Condition()
 
     def take(self) -> str:
@@ -900,24 +928,35 @@ def prepare_out(out: Path, level: str) -> Path:
     return work_root
 
 
-def cmd_grade(root: Path, args: argparse.Namespace) -> int:
-    lesson = find_ready_lesson(load_catalog(root), args.lesson)
-    formats = parse_formats(args.format)
+def _out_and_submissions(args: argparse.Namespace) -> tuple[Path, Path | None]:
     out = Path(args.out).resolve()
     if args.show_rubric and not args.submissions:  # grades nothing but the starter: no OUT
         import tempfile
         out = Path(tempfile.mkdtemp(prefix="course-rubric-"))
-    submissions_path = Path(args.submissions).resolve() if args.submissions else None
-    if args.show_rubric and submissions_path is None:
-        pass
-    elif submissions_path is None:
+    submissions = Path(args.submissions).resolve() if args.submissions else None
+    if submissions is None and not args.show_rubric:
         raise CourseError("name the submissions: a folder of per-student folders or files, or one file")
-    if submissions_path is not None and (out == submissions_path or
-                                         isolation._inside(out, submissions_path)):
+    if submissions is not None and (out == submissions or isolation._inside(out, submissions)):
         raise CourseError("--out must not lie inside the submissions folder")
+    return out, submissions
 
-    build_dir = ensure_template(root, lesson, args)
-    template = load_template(root, lesson, build_dir)
+
+def _hidden(root: Path, lesson: Lesson, build_dir: Path, out: Path,
+            submissions: Path | None) -> list[Path]:
+    """What no submission may see: the solutions, the history, the build folders (the
+    template is visible again inside them), the grades and the class's files; of the
+    template, its programs and this lesson's solution objects."""
+    hidden = [lesson.solution_dir(root).parent, root / ".git", build_root(root), out]
+    if submissions is not None:
+        hidden.append(submissions if submissions.is_dir() else submissions.parent)
+    hidden += [build_dir / "bin"] + [
+        build_dir / "lessons" / lesson.name / "CMakeFiles" / f"{lesson.name}_{kind}.dir"
+        for kind in ("solution_kernels", "solution_test_kernels", "solution", "solution_test")]
+    return [h.resolve() for h in hidden if h.exists()]
+
+
+def _options(root: Path, lesson: Lesson, args, template: Template, out: Path,
+             submissions: Path | None) -> tuple[Options, str]:
     level, why = isolation.detect(out / "work" / ".probe", args.isolation)
     if args.isolation not in ("auto", level):
         raise CourseError(f"--isolation {args.isolation} does not work on this machine: {why}")
@@ -927,32 +966,51 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
     if ccache and level == "namespaces":
         ccache_dir = Path(os.environ.get("CCACHE_DIR") or Path.home() / ".cache" / "ccache")
         ccache_dir.mkdir(parents=True, exist_ok=True)
-    hidden = [lesson.solution_dir(root).parent, root / ".git", build_root(root), out]
-    if submissions_path is not None:
-        hidden.append(submissions_path if submissions_path.is_dir() else submissions_path.parent)
-    # The template's programs and the lesson's own solution objects stay out of sight too.
-    hidden += [build_dir / "bin"] + [
-        build_dir / "lessons" / lesson.name / "CMakeFiles" / f"{lesson.name}_{kind}.dir"
-        for kind in ("solution_kernels", "solution_test_kernels", "solution", "solution_test")]
-    hidden = [h.resolve() for h in hidden if h.exists()]
-    work_root = prepare_out(out, level)
     gpus = template.probe.gpu_count if not gpu_reason else 0
     options = Options(args.build_limit, args.limit, gpu_reason, level, ccache, ccache_dir,
                       args.keep_work,
-                      GpuSlots(gpus, args.gpu_jobs) if gpus else None, hidden)
-
-    log(f"lesson {lesson.number} ({lesson.title}); template {shown(build_dir, root)}")
+                      GpuSlots(gpus, args.gpu_jobs, lesson.min_gpus) if gpus else None,
+                      _hidden(root, lesson, template.build_dir, out, submissions))
+    log(f"lesson {lesson.number} ({lesson.title}); template {shown(template.build_dir, root)}")
     log(f"isolation: {isolation.DESCRIPTIONS[level]}" + (f" ({why})" if why else ""))
     if level == "process":
         log("WARNING: the submissions' code runs as you, with your files within its reach. Grade "
             "untrusted code on a machine where namespaces work, or as root in a throwaway container.")
     log("GPU checks: " + ("run on " + template.probe.message if not gpu_reason else
                           f"not run ({gpu_reason}); the CPU tier is graded"))
+    return options, level
 
-    provisional = build_rubric(root, lesson, args.rubric, None)
-    grader = Grader(template, provisional, options, work_root)
-    passes = starter_passes(grader, root)
-    rubric = build_rubric(root, lesson, args.rubric, passes)
+
+def grade_class(grader: Grader, submissions: list[Submission], jobs: int) -> list[Grade]:
+    """Every submission graded, `jobs` at a time; a failure of the grader itself on one of them
+    is that one's problem, not the class's."""
+    grades: dict[str, Grade] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(grader.grade, s): s for s in submissions}
+        for future in concurrent.futures.as_completed(futures):
+            submission = futures[future]
+            try:
+                grade = future.result()
+            except Exception as error:  # noqa: BLE001 (any failure: this grade says so)
+                grade = Grade(submission.student, grader.t.lesson.name, str(submission.path or ""),
+                              problem=f"the grader failed: {error!r}",
+                              isolation=isolation.DESCRIPTIONS[grader.o.level], gpu=grader.o.gpu_reason)
+            grades[submission.student] = grade
+            log(f"  {grade.student:<24} {grade_formats.number(grade.score):>6} / "
+                f"{grade_formats.number(grade.max_score):<6} {grade.seconds:6.1f} s  "
+                f"{_headline(grade)}")
+    return [grades[s.student] for s in submissions]
+
+
+def cmd_grade(root: Path, args: argparse.Namespace) -> int:
+    lesson = find_ready_lesson(load_catalog(root), args.lesson)
+    formats = parse_formats(args.format)
+    out, submissions_path = _out_and_submissions(args)
+    template = load_template(root, lesson, ensure_template(root, lesson, args))
+    options, level = _options(root, lesson, args, template, out, submissions_path)
+    grader = Grader(template, build_rubric(root, lesson, args.rubric, None), options,
+                    prepare_out(out, level))
+    rubric = build_rubric(root, lesson, args.rubric, starter_passes(grader, root))
     grader.rubric = rubric
     if args.show_rubric:
         print(json.dumps(rubric.as_json(), indent=2))
@@ -965,25 +1023,10 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
     log(f"grading {len(submissions)} submission(s), {jobs} at a time; limits: build "
         f"{args.build_limit:.0f} s, runs {args.limit:.0f} s per submission")
     started = time.monotonic()
-    grades: dict[str, Grade] = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(grader.grade, s): s for s in submissions}
-        for future in concurrent.futures.as_completed(futures):
-            submission = futures[future]
-            try:
-                grade = future.result()
-            except Exception as error:  # a grader failure must not lose the class
-                grade = Grade(submission.student, lesson.name, str(submission.path or ""),
-                              problem=f"the grader failed: {error!r}",
-                              isolation=isolation.DESCRIPTIONS[level], gpu=gpu_reason)
-            grades[submission.student] = grade
-            log(f"  {grade.student:<24} {grade_formats.number(grade.score):>6} / "
-                f"{grade_formats.number(grade.max_score):<6} {grade.seconds:6.1f} s  "
-                f"{_headline(grade)}")
-    ordered = [grades[s.student] for s in submissions]
-    written = grade_formats.write(out, ordered, rubric, formats, args.visibility)
+    grades = grade_class(grader, submissions, jobs)
+    written = grade_formats.write(out, grades, rubric, formats, args.visibility)
     shutil.rmtree(out / "work" / ".probe", ignore_errors=True)
-    log(f"graded {len(ordered)} submission(s) in {time.monotonic() - started:.0f} s; wrote "
+    log(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.0f} s; wrote "
         f"{len(written)} file(s) under {out}")
     return 0
 

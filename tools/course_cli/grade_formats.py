@@ -208,14 +208,8 @@ def prairielearn(grade: Grade) -> dict:
 # ------------------------------------------------------------------------------ Classroom 50
 
 
-def classroom50(grade: Grade, environ=os.environ) -> dict:
-    """A result.json for Classroom 50. In its runner the identity comes from the environment
-    it sets (CLASSROOM, ASSIGNMENT, SUBMISSION_TAG, COMMIT_URL, RELEASE_URL, REVIEW_URL,
-    USERNAME); graded locally, from the student's name and the file."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    submitted = grade.submitted_at or now
-    local = f"submit/local-{submitted.replace(':', '-')}-{grade.student}"
-    commit = environ.get("COMMIT_URL") or f"file:{grade.file}"
+def _classroom50_tests(grade: Grade) -> tuple[list[dict], list[dict]]:
+    """(tests[] of the checks that ran, with integer points; the checks that did not run)."""
     tests = []
     if grade.build:
         tests.append({"test-name": BUILD_NAME, "passed": grade.build == PASSED, "score": 0,
@@ -231,13 +225,25 @@ def classroom50(grade: Grade, environ=os.environ) -> dict:
                       "score": min(points, int(round(r.score or 0.0))), "max-score": points,
                       "kind": r.check.kind, "todos": r.check.todos,
                       "output": clip(r.output, 4000)})
+    return tests, not_run
+
+
+def classroom50(grade: Grade, environ=os.environ) -> dict:
+    """A result.json for Classroom 50. In its runner the identity comes from the environment
+    it sets (CLASSROOM, ASSIGNMENT, SUBMISSION_TAG, COMMIT_URL, RELEASE_URL, REVIEW_URL,
+    USERNAME); graded locally, from the student's name and the file."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    submitted = grade.submitted_at or now
+    commit = environ.get("COMMIT_URL") or f"file:{grade.file}"
+    tests, not_run = _classroom50_tests(grade)
     result = {
         "schema": "classroom50/result/v1",
         "classroom": environ.get("CLASSROOM") or "local",
         "assignment": environ.get("ASSIGNMENT") or grade.lesson,
         "assignment_type": environ.get("ASSIGNMENT_TYPE") or "individual",
         "owner": environ.get("OWNER") or environ.get("USERNAME") or grade.student,
-        "submission": environ.get("SUBMISSION_TAG") or local,
+        "submission": environ.get("SUBMISSION_TAG") or
+        f"submit/local-{submitted.replace(':', '-')}-{grade.student}",
         "commit": commit,
         "release": environ.get("RELEASE_URL") or commit,
         "review": environ.get("REVIEW_URL") or commit,

@@ -191,24 +191,7 @@ class Sandbox:
     def _namespace_script(self, cwd: Path, writable: bool, also_writable: list[Path]) -> str:
         """The shell script that builds the private root and starts the command."""
         root = str(self.work.parent / f".{self.work.name}.root")
-        lines = [
-            "set -eu",
-            f"R={shlex.quote(root)}",
-            'mkdir -p "$R"',
-            'mount -t tmpfs -o size=8m,mode=0755 course-grade "$R"',
-            # ro SRC DST: a read-only bind of SRC (with its submounts) at DST in the new root.
-            "ro() {",
-            '  if [ -d "$1" ]; then mkdir -p "$R$2"; else mkdir -p "$(dirname "$R$2")"; '
-            ': > "$R$2"; fi',
-            '  mount --rbind "$1" "$R$2"',
-            '  mount -o remount,bind,ro "$R$2"',
-            "  for m in $(awk -v d=\"$R$2/\" 'index($5, d) == 1 {print $5}' "
-            "/proc/self/mountinfo); do mount -o remount,bind,ro \"$m\" || true; done",
-            "}",
-            # hide DST: an empty tmpfs over a folder that lies inside a visible one.
-            'hide() { if [ -d "$R$1" ]; then mount -t tmpfs -o size=64k,mode=0755 hidden "$R$1"; '
-            "fi; }",
-        ]
+        lines = [f"R={shlex.quote(root)}", *_SCRIPT_HEAD]
         for name in SYSTEM_LINKS:
             if os.path.islink(name):
                 lines.append(f'ln -s {shlex.quote(os.readlink(name))} "$R{name}"')
@@ -216,54 +199,78 @@ class Sandbox:
                 lines.append(f"ro {name} {name}")
         # /tmp first: a tool the build names may live under it (bound below, inside it).
         lines += ['mkdir -p "$R/tmp"', 'mount -t tmpfs -o size=1g,mode=1777 tmp "$R/tmp"']
+        lines += self._view_lines()
+        for path in also_writable:
+            quoted = shlex.quote(str(path))
+            lines.append(f'mkdir -p "$R"{quoted}; mount --bind {quoted} "$R"{quoted}')
+        lines += [f'mkdir -p "$R{INSIDE_WORK}"',
+                  f'mount --bind {shlex.quote(str(self.work))} "$R{INSIDE_WORK}"']
+        if not writable:
+            lines.append(f'mount -o remount,bind,ro "$R{INSIDE_WORK}"')
+        lines += self._device_lines()
+        where = self.inside(cwd) if _inside(cwd, self.work) else str(cwd)
+        lines += [line.replace("@CWD@", shlex.quote(where)) for line in _SCRIPT_TAIL]
+        return "\n".join(lines) + "\n"
+
+    def _view_lines(self) -> list[str]:
+        """The read-only folders, outermost first, and the empty folders over the hidden ones;
+        a visible folder inside a hidden one (the template inside build/) is bound again after
+        the folder that hides it (deeper paths come later)."""
         ops: list[tuple[int, str]] = []
         visible = _outermost([p for p in [*map(Path, SYSTEM_DIRS), *self.visible] if p.exists()])
-        for path in visible:
+        again = [p for p in self.visible if p.exists() and p not in visible and
+                 any(_inside(p, h) for h in self.hidden)]
+        for path in visible + again:
             ops.append((len(path.parts), f"ro {shlex.quote(str(path))} {shlex.quote(str(path))}"))
         for path in self.hidden:
             if any(_inside(path, v) for v in visible):
                 ops.append((len(path.parts), f"hide {shlex.quote(str(path))}"))
-        # A visible folder inside a hidden one (the template build inside build/) is bound
-        # again after the folder that hides it (deeper paths come later).
-        for path in self.visible:
-            if path.exists() and any(_inside(path, h) for h in self.hidden) and path not in visible:
-                ops.append((len(path.parts), f"ro {shlex.quote(str(path))} {shlex.quote(str(path))}"))
-        lines += [op for _, op in sorted(ops, key=lambda item: item[0])]
-        for path in also_writable:
-            quoted = shlex.quote(str(path))
-            lines.append(f'mkdir -p "$R"{quoted}; mount --bind {quoted} "$R"{quoted}')
-        lines += [
-            f'mkdir -p "$R{INSIDE_WORK}"',
-            f'mount --bind {shlex.quote(str(self.work))} "$R{INSIDE_WORK}"',
-        ]
-        if not writable:
-            lines.append(f'mount -o remount,bind,ro "$R{INSIDE_WORK}"')
-        lines += ['mkdir -p "$R/dev" "$R/proc" "$R/sys"']
+        return [op for _, op in sorted(ops, key=lambda item: item[0])]
+
+    def _device_lines(self) -> list[str]:
+        lines = ['mkdir -p "$R/dev" "$R/proc" "$R/sys"']
         for name in DEVICES:
             lines.append(f'if [ -e /dev/{name} ]; then : > "$R/dev/{name}"; '
                          f'mount --bind /dev/{name} "$R/dev/{name}"; fi')
         lines.append('mkdir -p "$R/dev/shm"; mount -t tmpfs -o size=256m,mode=1777 shm "$R/dev/shm"')
-        for device in self.devices:
+        for device in self.devices:  # the GPU's nodes
             quoted = shlex.quote(str(device))
             lines.append(f'if [ -d {quoted} ]; then mkdir -p "$R"{quoted}; mount --rbind {quoted} '
                          f'"$R"{quoted}; elif [ -e {quoted} ]; then : > "$R"{quoted}; '
                          f'mount --bind {quoted} "$R"{quoted}; fi')
-        lines += [
-            'mount --rbind /sys "$R/sys"; mount -o remount,bind,ro "$R/sys"',
-            "for m in $(awk -v d=\"$R/sys/\" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo); "
-            'do mount -o remount,bind,ro "$m" || true; done',
-            'mount -t proc -o ro,nosuid,nodev,noexec proc "$R/proc"',
-            'mkdir "$R/.old"',
-            'cd "$R"',
-            "pivot_root . .old",
-            "umount -l /.old",
-            "rmdir /.old",
-            f"cd {shlex.quote(self.inside(cwd) if _inside(cwd, self.work) else str(cwd))}",
-            # No capability survives into the command (it cannot remount, unshare or chroot
-            # again), and nothing it runs can gain privileges.
-            'exec setpriv --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"',
-        ]
-        return "\n".join(lines) + "\n"
+        return lines
+
+
+_SCRIPT_HEAD = [
+    "set -eu",
+    'mkdir -p "$R"',
+    'mount -t tmpfs -o size=8m,mode=0755 course-grade "$R"',
+    # ro SRC DST: a read-only bind of SRC (with its submounts) at DST in the new root.
+    "ro() {",
+    '  if [ -d "$1" ]; then mkdir -p "$R$2"; else mkdir -p "$(dirname "$R$2")"; : > "$R$2"; fi',
+    '  mount --rbind "$1" "$R$2"',
+    '  mount -o remount,bind,ro "$R$2"',
+    "  for m in $(awk -v d=\"$R$2/\" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo); "
+    'do mount -o remount,bind,ro "$m" || true; done',
+    "}",
+    # hide DST: an empty tmpfs over a folder that lies inside a visible one.
+    'hide() { if [ -d "$R$1" ]; then mount -t tmpfs -o size=64k,mode=0755 hidden "$R$1"; fi; }',
+]
+_SCRIPT_TAIL = [
+    'mount --rbind /sys "$R/sys"; mount -o remount,bind,ro "$R/sys"',
+    "for m in $(awk -v d=\"$R/sys/\" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo); "
+    'do mount -o remount,bind,ro "$m" || true; done',
+    'mount -t proc -o ro,nosuid,nodev,noexec proc "$R/proc"',
+    'mkdir "$R/.old"',
+    'cd "$R"',
+    "pivot_root . .old",
+    "umount -l /.old",
+    "rmdir /.old",
+    "cd @CWD@",
+    # No capability survives into the command (it cannot remount, unshare or chroot again),
+    # and nothing it runs can gain privileges.
+    'exec setpriv --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"',
+]
 
 
 def _tail(environment: dict[str, str], limits: Limits, argv: list[str]) -> list[str]:

@@ -136,95 +136,94 @@ _CALL_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _TAG_RE = re.compile(r"\bconcerns_todos?\s*\(")
 
 
+_LITERALS_RE = re.compile(
+    r"//[^\n]*"                        # a line comment
+    r"|/\*.*?\*/"                       # a block comment
+    r'|R"(?P<delim>[^(\s]*)\(.*?\)(?P=delim)"'  # a raw string
+    r"|\b\d[\w']*"                       # a number, digit separators included: 1'000'000
+    r'|"(?:\\.|[^"\\\n])*"'                # a string
+    r"|'(?:\\.|[^'\\\n])*'",               # a character
+    re.S)
+
+
 def strip_comments_and_strings(text: str) -> str:
-    """The text with comments, string and character literals blanked (same length)."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        elif c == 'R' and text.startswith('R"', i) and (i == 0 or not text[i - 1].isalnum()):
-            delimiter = text[i + 2:text.find("(", i + 2)]
-            end = text.find(")" + delimiter + '"', i)
-            j = n if end < 0 else end + len(delimiter) + 2
-            out.append('"' + re.sub(r"[^\n]", " ", text[i + 1:j - 1]) + '"')
-            i = j
-        elif c == "'" and i > 0 and text[i - 1].isalnum() and not re.search(
-                r"(?<!\w)(L|u|U|u8)$", text[max(0, i - 3):i]):
-            out.append(c)  # a digit separator: 1'000'000
-            i += 1
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            j = min(j + 1, n)
-            out.append(c + " " * (j - i - 2) + c if j - i >= 2 else c)
-            i = j
+    """The text with comments, string and character literals blanked (same length, same
+    lines; a literal keeps its quotes)."""
+    def blank(match: re.Match) -> str:
+        token = match.group(0)
+        if token[0].isdigit():
+            return token
+        body = re.sub(r"[^\n]", " ", token)
+        return body if token.startswith("/") else token[0] + body[1:-1] + token[-1]
+    return _LITERALS_RE.sub(blank, text)
+
+
+class _Scanner:
+    """Splits a test source at its top-level definitions (namespaces are looked through):
+    braces open blocks, except a namespace's and those inside parentheses (a default
+    argument's {}), and a top-level `;` ends a declaration."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.chunks: list[Chunk] = []
+        self.stack: list[str] = []  # "ns", "block" or "init"
+        self.boundary = 0  # where the text of the next top-level definition starts
+        self.start: int | None = None
+        self.opened = 0
+        self.parens = 0
+
+    @property
+    def depth(self) -> int:
+        return self.stack.count("block")
+
+    def scan(self) -> list[Chunk]:
+        for i, c in enumerate(self.text):
+            if c in "()" and not self.depth:
+                self.parens = max(0, self.parens + (1 if c == "(" else -1))
+            elif c == "{":
+                self.open(i)
+            elif c == "}":
+                self.close(i)
+            elif c == ";" and not self.depth and not self.parens:
+                self.declaration(i)
+        return self.chunks
+
+    def open(self, i: int) -> None:
+        if self.parens and not self.depth:
+            self.stack.append("init")
+        elif not self.depth and re.search(r"\bnamespace\b[\w\s:]*$", self.text[self.boundary:i]):
+            self.stack.append("ns")
+            self.boundary = i + 1
         else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+            if not self.depth:
+                self.start, self.opened = self.boundary, i
+            self.stack.append("block")
+
+    def close(self, i: int) -> None:
+        if not self.stack:
+            return
+        kind = self.stack.pop()
+        if kind == "ns":
+            self.boundary = i + 1
+        elif kind == "block" and not self.depth and self.start is not None:
+            chunk = _chunk(self.text[self.start:self.opened], self.text[self.start:i + 1])
+            if chunk:
+                self.chunks.append(chunk)
+            self.start = None
+            self.boundary = i + 1
+
+    def declaration(self, i: int) -> None:
+        # A top-level variable whose value is a tag: kRules = concerns_todos({1, 2});
+        statement = self.text[self.boundary:i]
+        variable = re.search(r"(\w+)\s*=[^=]", statement)
+        if variable and _TAG_RE.search(statement):
+            self.chunks.append(Chunk(variable.group(1), "", statement, variable=True))
+        self.boundary = i + 1
 
 
 def chunks_of(source: str) -> list[Chunk]:
     """The top-level definitions of a C++ test source (namespaces are looked through)."""
-    text = strip_comments_and_strings(source)
-    chunks = []
-    stack: list[str] = []  # "ns" or "block"
-    boundary = 0  # where the text of the next top-level definition starts
-    start = None
-    opened = 0
-    parens = 0  # open parentheses at the top level: a default argument's {} is no block
-    for i, c in enumerate(text):
-        if not stack.count("block") and c in "()":
-            parens = max(0, parens + (1 if c == "(" else -1))
-            continue
-        if c == "{" and parens and not stack.count("block"):
-            stack.append("init")
-            continue
-        if c == "}" and stack and stack[-1] == "init":
-            stack.pop()
-            continue
-        if c == "{":
-            depth = stack.count("block")
-            header = text[boundary:i]
-            if depth == 0 and re.search(r"\bnamespace\b[\w\s:]*$", header):
-                stack.append("ns")
-                boundary = i + 1
-                continue
-            if depth == 0:
-                start = boundary
-                opened = i
-            stack.append("block")
-        elif c == "}":
-            if not stack:
-                continue
-            kind = stack.pop()
-            if kind == "ns":
-                boundary = i + 1
-            elif stack.count("block") == 0 and start is not None:
-                chunk = _chunk(text[start:opened], text[start:i + 1])
-                if chunk:
-                    chunks.append(chunk)
-                start = None
-                boundary = i + 1
-        elif c == ";" and stack.count("block") == 0 and not parens:
-            # A top-level variable whose value is a tag: kRules = concerns_todos({1, 2});
-            statement = text[boundary:i]
-            variable = re.search(r"(\w+)\s*=[^=]", statement)
-            if variable and _TAG_RE.search(statement):
-                chunks.append(Chunk(variable.group(1), "", statement, variable=True))
-            boundary = i + 1
-    return chunks
+    return _Scanner(strip_comments_and_strings(source)).scan()
 
 
 def _chunk(header: str, text: str) -> Chunk | None:
@@ -359,6 +358,46 @@ def _number(value, where: str) -> float:
     return float(value)
 
 
+def _validate_kinds(kinds, where: str) -> dict:
+    if not isinstance(kinds, dict) or not set(kinds) <= set(KINDS):
+        raise CourseError(f"{where}: \"kinds\" maps kinds ({', '.join(KINDS)}) to points")
+    for kind, value in kinds.items():
+        _number(value, f"{where}: kinds.{kind}")
+    return kinds
+
+
+def _validate_todos(todos, where: str) -> dict[int, float]:
+    if isinstance(todos, list):  # the shape --show-rubric prints is accepted back
+        todos = {}
+    if not isinstance(todos, dict) or not all(str(k).isdigit() for k in todos):
+        raise CourseError(f"{where}: \"todos\" maps TODO numbers (\"3\") to weights")
+    return {int(todo): _number(value, f"{where}: todos.{todo}") for todo, value in todos.items()}
+
+
+def _validate_check(pattern: str, fields, where: str) -> None:
+    if not isinstance(fields, dict) or not set(fields) <= set(CHECK_KEYS):
+        raise CourseError(f"{where}: checks[{pattern!r}] takes {', '.join(CHECK_KEYS)}")
+    if "points" in fields:
+        _number(fields["points"], f"{where}: checks[{pattern!r}].points")
+    if "kind" in fields and fields["kind"] not in KINDS:
+        raise CourseError(f"{where}: checks[{pattern!r}].kind must be one of {', '.join(KINDS)}")
+    todos = fields.get("todos", [])
+    if not isinstance(todos, list) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                              for t in todos):
+        raise CourseError(f"{where}: checks[{pattern!r}].todos must be a list of numbers")
+
+
+def _validate_checks(checks, where: str) -> dict:
+    if isinstance(checks, list):  # --show-rubric's list of checks: exact ids
+        checks = {c.get("id", ""): {k: v for k, v in c.items() if k in CHECK_KEYS}
+                  for c in checks if isinstance(c, dict)}
+    if not isinstance(checks, dict):
+        raise CourseError(f"{where}: \"checks\" maps check ids or patterns to fields")
+    for pattern, fields in checks.items():
+        _validate_check(pattern, fields, where)
+    return checks
+
+
 def validate_override(data, where: str) -> dict:
     """An override (catalog or instructor file) after checking its shape."""
     if not isinstance(data, dict):
@@ -367,39 +406,13 @@ def validate_override(data, where: str) -> dict:
     if unknown:
         raise CourseError(f"{where}: unknown rubric field(s) {', '.join(unknown)}; the fields "
                           f"are {', '.join(OVERRIDE_KEYS)}")
-    kinds = data.get("kinds", {})
-    if not isinstance(kinds, dict) or not set(kinds) <= set(KINDS):
-        raise CourseError(f"{where}: \"kinds\" maps kinds ({', '.join(KINDS)}) to points")
-    for kind, value in kinds.items():
-        _number(value, f"{where}: kinds.{kind}")
-    todos = data.get("todos", {})
-    if isinstance(todos, list):  # the shape --show-rubric prints is accepted back
-        todos = {}
-    if not isinstance(todos, dict) or not all(str(k).isdigit() for k in todos):
-        raise CourseError(f"{where}: \"todos\" maps TODO numbers (\"3\") to weights")
-    for todo, value in todos.items():
-        _number(value, f"{where}: todos.{todo}")
-    checks = data.get("checks", {})
-    if isinstance(checks, list):  # --show-rubric's list of checks: exact ids
-        checks = {c.get("id", ""): {k: v for k, v in c.items() if k in CHECK_KEYS}
-                  for c in checks if isinstance(c, dict)}
-    if not isinstance(checks, dict):
-        raise CourseError(f"{where}: \"checks\" maps check ids or patterns to fields")
-    for pattern, fields in checks.items():
-        if not isinstance(fields, dict) or not set(fields) <= set(CHECK_KEYS):
-            raise CourseError(f"{where}: checks[{pattern!r}] takes {', '.join(CHECK_KEYS)}")
-        if "points" in fields:
-            _number(fields["points"], f"{where}: checks[{pattern!r}].points")
-        if "kind" in fields and fields["kind"] not in KINDS:
-            raise CourseError(f"{where}: checks[{pattern!r}].kind must be one of {', '.join(KINDS)}")
-        if "todos" in fields and (not isinstance(fields["todos"], list) or not all(
-                isinstance(t, int) and not isinstance(t, bool) for t in fields["todos"])):
-            raise CourseError(f"{where}: checks[{pattern!r}].todos must be a list of numbers")
     starter = data.get("score_what_the_starter_passes", None)
     if starter is not None and not isinstance(starter, bool):
         raise CourseError(f"{where}: score_what_the_starter_passes must be true or false")
-    return {"kinds": kinds, "todos": {int(k): float(v) for k, v in todos.items()},
-            "checks": checks, "score_what_the_starter_passes": starter}
+    return {"kinds": _validate_kinds(data.get("kinds", {}), where),
+            "todos": _validate_todos(data.get("todos", {}), where),
+            "checks": _validate_checks(data.get("checks", {}), where),
+            "score_what_the_starter_passes": starter}
 
 
 def read_override_file(path: Path) -> dict:
@@ -412,16 +425,28 @@ def read_override_file(path: Path) -> dict:
     return validate_override(data, str(path))
 
 
+def _apply_overrides(check: Check, overrides: list[tuple[str, dict]]) -> tuple[bool, bool]:
+    """Applies every override's check patterns that match `check`, in order: (skip it,
+    its points were set explicitly)."""
+    skip = explicit = False
+    for _, override in overrides:
+        for pattern, fields in override["checks"].items():
+            if fnmatch.fnmatchcase(check.id, pattern):
+                check.kind = fields.get("kind", check.kind)
+                check.todos = list(fields.get("todos", check.todos))
+                skip = fields.get("skip", skip)
+                if "points" in fields:
+                    check.points, explicit = float(fields["points"]), True
+    return skip, explicit
+
+
 def build_rubric(root: Path, lesson, defaults: dict, overrides: list[tuple[str, dict]],
                  starter_passes: set[str] | None = None) -> Rubric:
     """The lesson's rubric: its checks with the catalog's defaults, then each override in
     order ((source, validated override)); `starter_passes` the check ids the untouched starter
     passes (free unless an override gives them points or says to score them)."""
-    kind_points = {k: float(v) for k, v in DEFAULT_KIND_POINTS.items()}
-    kind_points.update({k: float(v) for k, v in defaults.get("kinds", {}).items()})
-    tag_weights = dict(DEFAULT_TAG_WEIGHTS)
-    tag_weights.update(defaults.get("todo_tags", {}))
-    weights = todo_weights_of(root, lesson, tag_weights)
+    kind_points = {k: float(v) for k, v in {**DEFAULT_KIND_POINTS, **defaults.get("kinds", {})}.items()}
+    weights = todo_weights_of(root, lesson, {**DEFAULT_TAG_WEIGHTS, **defaults.get("todo_tags", {})})
     score_free = False
     for _, override in overrides:
         kind_points.update({k: float(v) for k, v in override["kinds"].items()})
@@ -429,31 +454,20 @@ def build_rubric(root: Path, lesson, defaults: dict, overrides: list[tuple[str, 
         if override["score_what_the_starter_passes"] is not None:
             score_free = override["score_what_the_starter_passes"]
 
-    checks = base_checks(root, lesson)
     every_todo = [t for t, w in sorted(weights.items()) if w > 0]
-    for tool, kind in SANITIZERS:
-        checks.append(Check(tool, kind, "gpu", every_todo))
-    explicit_points: set[str] = set()
+    checks = base_checks(root, lesson) + [Check(tool, kind, "gpu", every_todo)
+                                          for tool, kind in SANITIZERS]
     kept = []
     for check in checks:
-        skip = False
-        for _, override in overrides:
-            for pattern, fields in override["checks"].items():
-                if fnmatch.fnmatchcase(check.id, pattern):
-                    check.kind = fields.get("kind", check.kind)
-                    check.todos = list(fields.get("todos", check.todos))
-                    skip = fields.get("skip", skip)
-                    if "points" in fields:
-                        check.points = float(fields["points"])
-                        explicit_points.add(check.id)
+        skip, explicit = _apply_overrides(check, overrides)
         if skip:
             continue
-        if check.id not in explicit_points:
+        if not explicit:
             factor = max((weights.get(t, 1.0) for t in check.todos), default=1.0)
             check.points = kind_points[check.kind] * factor
         if starter_passes is not None and check.id in starter_passes and not score_free:
             check.free = True
-            if check.id not in explicit_points:
+            if not explicit:
                 check.points = 0.0
                 check.note = "the untouched starter passes it: not scored"
         kept.append(check)

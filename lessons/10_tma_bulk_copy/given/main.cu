@@ -20,6 +20,7 @@
 #include "course/device.h"
 #include "course/harness.h"
 #include "course/launch.h"
+#include "course/problem.h"
 #include "course/workload.h"
 #include "pipeline_multi_stage.cuh"
 #include "tma_bulk_copy.cuh"
@@ -106,16 +107,15 @@ void validate(const Settings& s) {
   }
 }
 
-/// The workload on the device, its CPU reference, and what the plain bulk copy must produce.
-struct Workload {
+/// The problem every row runs, and what the plain bulk copy must produce.
+struct Workload : course::workload::Problem {
   explicit Workload(std::size_t elements)
-      : n(elements), in(n), out(n), copy_bytes(n * sizeof(std::uint32_t) / 16 * 16) {
-    course::fill_hash(in.span(), /*seed=*/10);
-    const std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    expected.resize(n);
-    course::workload::reference(host_in, expected);
-    // The plain bulk copy moves the whole 16-byte chunks of the input unchanged.
-    copied.assign(host_in.begin(), host_in.begin() + copy_bytes / sizeof(std::uint32_t));
+      : Problem(elements, kSeed),
+        copy_bytes(n * sizeof(std::uint32_t) / 16 * 16),
+        copied(copy_bytes / sizeof(std::uint32_t)) {
+    // The plain bulk copy moves the whole 16-byte chunks of the input unchanged: the
+    // input's prefix, the same hash the device fill wrote.
+    course::fill_hash_host(copied, kSeed);
   }
 
   /// A checked variant: poison the output, run once, then report any bounded wait that timed
@@ -125,7 +125,7 @@ struct Workload {
         name,
         copy_only ? 2.0 * static_cast<double>(copy_bytes) : course::workload::bytes_moved(n),
         std::move(run),
-        [this](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
+        [this](cudaStream_t s) { poison_output(s); },
         [this, name, copy_only] {
           const unsigned errors = tma_bulk_copy::take_wait_errors();
           const std::vector<std::uint32_t> got = course::to_host(out.cspan());
@@ -144,11 +144,9 @@ struct Workload {
     };
   }
 
-  const std::size_t n;
-  course::DeviceBuffer<std::uint32_t> in, out;
-  const std::size_t copy_bytes;         ///< the bulk copy's bytes: whole 16-byte chunks
-  std::vector<std::uint32_t> expected;  ///< the workload's output, from the CPU
-  std::vector<std::uint32_t> copied;    ///< the bulk copy's output: the input's prefix
+  static constexpr std::uint32_t kSeed = 10;
+  const std::size_t copy_bytes;       ///< the bulk copy's bytes: whole 16-byte chunks
+  std::vector<std::uint32_t> copied;  ///< the bulk copy's output: the input's prefix
 };
 
 /// A variant ready to run: its launch, its blocks per SM, and the line that describes it.

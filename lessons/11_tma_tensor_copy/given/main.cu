@@ -17,11 +17,8 @@
 #include "course/data.h"
 #include "course/harness.h"
 #include "course/launch.h"
+#include "lesson10_rows.h"
 #include "tma_tensor_copy.cuh"
-#if COURSE_L11_WITH_LESSON_10
-#include "course/workload.h"
-#include "tma_bulk_copy.cuh"
-#endif
 
 namespace {
 
@@ -35,7 +32,7 @@ constexpr std::int64_t kQuickCols = 1023;
 constexpr const char* kBaseline = "tensor-copy";
 constexpr const char* kBroken = "transpose-128B-misaligned";
 
-enum class Kind { copy, transpose, broadcast, lesson10_copy, lesson10_pipeline };
+enum class Kind { copy, transpose, broadcast, lesson10 };
 
 struct VariantSpec {
   std::string name;
@@ -49,10 +46,7 @@ struct VariantSpec {
 
 std::vector<VariantSpec> variants() {
   std::vector<VariantSpec> v = {{kBaseline, Kind::copy}};
-#if COURSE_L11_WITH_LESSON_10
-  v.push_back({"10-bulk-copy", Kind::lesson10_copy});
-  v.push_back({"10-tma-pipeline", Kind::lesson10_pipeline});
-#endif
+  for (const std::string& name : lesson10_rows::names()) v.push_back({name, Kind::lesson10});
   for (Swizzle s : {Swizzle::none, Swizzle::b32, Swizzle::b64, Swizzle::b128}) {
     v.push_back({std::string("transpose-") + tma_tensor_copy::name(s), Kind::transpose, s});
   }
@@ -161,39 +155,6 @@ Row prepare_transpose(const VariantSpec& spec, Matrix& m, const course::DeviceSu
   return row;
 }
 
-#if COURSE_L11_WITH_LESSON_10
-/// Lesson 10 on the same bytes, read as uint32: its 1-D bulk copy (cp.async.bulk of 16 KB
-/// chunks, the padding copied too) and its best copy-and-compute pipeline.
-Row prepare_lesson10(const VariantSpec& spec, Matrix& m, const course::DeviceSummary& gpu) {
-  Row row{{}, m.shape.elements(), {}, 0, {}};
-  const cuda::std::span<const std::uint32_t> in32(
-      reinterpret_cast<const std::uint32_t*>(m.in.data()), m.shape.elements());
-  const cuda::std::span<std::uint32_t> out32(reinterpret_cast<std::uint32_t*>(m.out.data()),
-                                             m.shape.elements());
-  std::vector<std::uint32_t> host32(m.shape.elements());
-  std::memcpy(host32.data(), m.host_in.data(), host32.size() * sizeof(std::uint32_t));
-  std::vector<std::uint32_t> expected32 = host32;
-  tma_bulk_copy::Config config{};
-  if (spec.kind == Kind::lesson10_copy) config.variant = tma_bulk_copy::Variant::single_ptx;
-  const int resident = std::max(tma_bulk_copy::max_blocks_per_sm(config, 256), 1);
-  const register_staged::LaunchShape launch_shape{gpu.sm_count * resident, 256};
-  if (spec.kind == Kind::lesson10_copy) {
-    row.run = tma_bulk_copy::prepare_bulk_copy(m.in.data(), m.out.data(), in32.size_bytes(),
-                                               tma_bulk_copy::Barrier::ptx, launch_shape);
-    row.what = "lesson 10's 1-D bulk copy of the whole allocation";
-  } else {
-    row.run = tma_bulk_copy::prepare_copy_and_compute(in32, out32, config, launch_shape);
-    course::workload::reference(host32, expected32);
-    row.what = "lesson 10's default pipeline (copy and compute on the same bytes)";
-  }
-  row.bytes = 2.0 * static_cast<double>(in32.size_bytes());
-  row.expected.resize(expected32.size());  // compared as bits, like every row
-  std::memcpy(row.expected.data(), expected32.data(), expected32.size() * sizeof(float));
-  row.what += ", " + std::to_string(launch_shape.blocks) + " blocks";
-  return row;
-}
-#endif
-
 Row prepare_broadcast(const VariantSpec& spec, Matrix& m, int stages) {
   Row row;
   const tma_tensor_copy::BroadcastConfig config{spec.cluster_size, spec.multicast, stages,
@@ -216,11 +177,12 @@ Row prepare_broadcast(const VariantSpec& spec, Matrix& m, int stages) {
 Row prepare_row(const VariantSpec& spec, Matrix& m, const course::DeviceSummary& gpu, int stages) {
   if (spec.kind == Kind::copy) return prepare_copy(m, gpu, stages);
   if (spec.kind == Kind::transpose) return prepare_transpose(spec, m, gpu, stages);
-#if COURSE_L11_WITH_LESSON_10
-  if (spec.kind == Kind::lesson10_copy || spec.kind == Kind::lesson10_pipeline) {
-    return prepare_lesson10(spec, m, gpu);
+  if (spec.kind == Kind::lesson10) {
+    lesson10_rows::Row row =
+        lesson10_rows::prepare(spec.name, m.in.data(), m.out.data(), m.host_in, gpu);
+    return {std::move(row.run), m.shape.elements(), std::move(row.expected), row.bytes,
+            std::move(row.what)};
   }
-#endif
   return prepare_broadcast(spec, m, stages);
 }
 
@@ -235,14 +197,7 @@ void run_row(course::Harness& harness, Matrix& m, const VariantSpec& spec, Row& 
       [&](cudaStream_t s) { course::poison(m.out.data(), m.out.bytes(), s); },
       [&, checked_elements, name, kind = spec.kind] {
         tma_tensor_copy::require_no_wait_timeouts(name);
-#if COURSE_L11_WITH_LESSON_10
-        if (kind == Kind::lesson10_copy || kind == Kind::lesson10_pipeline) {
-          if (const unsigned e = tma_bulk_copy::take_wait_errors()) {
-            throw std::runtime_error(name + ": " + tma_bulk_copy::describe_wait_errors(e));
-          }
-        }
-#endif
-        (void)kind;
+        if (kind == Kind::lesson10) lesson10_rows::require_no_wait_errors(name);
         // Bit for bit: a copy, a transpose and in + j must reproduce every bit. The
         // tensor store writes a row's last 16-byte chunk whole, padding included.
         const std::vector<float> all = course::to_host(m.out.cspan());

@@ -46,10 +46,12 @@ def _lessons_needed(root: Path, lesson: Lesson) -> list[str]:
 
 
 def copy_course(root: Path, destination: Path, keep_solutions: list[str]) -> int:
-    """Copies the repository's files (git's tracked files when it is a checkout) without the
-    build folders and without any solution but those of `keep_solutions`."""
+    """Copies the repository's files (in a checkout, those git tracks or would track: not what
+    it ignores) without the build folders and without any solution but those of
+    `keep_solutions`."""
     try:
-        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True,
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True,
                                 check=True).stdout.decode().split("\0")
         files = [root / f for f in listed if f]
     except (OSError, subprocess.CalledProcessError):

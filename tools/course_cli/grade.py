@@ -1019,7 +1019,7 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
         return 0
 
     submissions = find_submissions(submissions_path, lesson, args.student)
-    jobs = max(1, args.jobs or (os.cpu_count() or 1))
+    jobs = max(1, min(len(submissions), args.jobs or (os.cpu_count() or 1)))
     log(f"grading {len(submissions)} submission(s), {jobs} at a time; limits: build "
         f"{args.build_limit:.0f} s, runs {args.limit:.0f} s per submission")
     started = time.monotonic()

@@ -53,6 +53,13 @@ std::uint64_t parse_count(const std::string& flag, const std::string& text) {
   return value * scale;
 }
 
+void require_in_range(const std::string& flag, long long value, long long min, long long max) {
+  if (value < min || value > max) {
+    throw UsageError("--" + flag + " must be in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got " + std::to_string(value));
+  }
+}
+
 FlagParser::FlagParser(std::string program, std::string description)
     : program_(std::move(program)), description_(std::move(description)) {}
 

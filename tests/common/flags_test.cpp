@@ -8,6 +8,7 @@ namespace {
 
 using course::CommonOptions;
 using course::FlagParser;
+using course::require_in_range;
 using course::UsageError;
 
 struct Parsed {
@@ -75,6 +76,18 @@ TEST(Flags, MalformedNumbersAreUsageErrors) {
     EXPECT_THROW(parse({"--size", bad}), UsageError) << "--size " << bad;
   }
   EXPECT_THROW(parse({"--size", "20000000000G"}), UsageError);  // overflows 64 bits
+}
+
+TEST(Flags, RequireInRangeNamesTheFlagTheRangeAndTheValue) {
+  EXPECT_NO_THROW(require_in_range("stages", 2, 2, 8));
+  EXPECT_NO_THROW(require_in_range("stages", 8, 2, 8));
+  EXPECT_THROW(require_in_range("stages", 9, 2, 8), UsageError);
+  try {
+    require_in_range("stages", 1, 2, 8);
+    ADD_FAILURE() << "1 is outside [2, 8]";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--stages must be in [2, 8], got 1");
+  }
 }
 
 TEST(Flags, MissingValueAndUnexpectedValue) {

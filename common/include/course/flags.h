@@ -69,4 +69,9 @@ class FlagParser {
 /// Parses "123", "64K", "3M", "1G" into a count; throws UsageError on anything else.
 std::uint64_t parse_count(const std::string& flag, const std::string& text);
 
+/// The range check a flag's own parser cannot do: throws UsageError "--FLAG must be in
+/// [min, max], got VALUE" unless min <= value <= max. Give the constants that define the
+/// range, never literals that repeat them.
+void require_in_range(const std::string& flag, long long value, long long min, long long max);
+
 }  // namespace course

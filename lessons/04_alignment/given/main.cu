@@ -113,10 +113,7 @@ struct Settings {
 
 /// The range check the flag parser cannot do; run_driver calls it before opening the device.
 void validate(const Settings& s) {
-  if (s.blocks_per_sm > kMaxBlocksPerSm) {
-    throw course::UsageError("--blocks-per-sm must be in [0, " + std::to_string(kMaxBlocksPerSm) +
-                             "], got " + std::to_string(s.blocks_per_sm));
-  }
+  course::require_in_range("blocks-per-sm", s.blocks_per_sm, 0, kMaxBlocksPerSm);
 }
 
 /// The byte arrays: word buffers (hash-filled 4 bytes at a time), used as bytes at an offset,

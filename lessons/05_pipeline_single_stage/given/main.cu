@@ -156,10 +156,7 @@ int main(int argc, char** argv) {
                 "every kernel; at most 32)");
 
   const auto validate = [&] {
-    if (blocks_per_sm > kMaxBlocksPerSm) {
-      throw course::UsageError("--blocks-per-sm must be in [0, " + std::to_string(kMaxBlocksPerSm) +
-                               "], got " + std::to_string(blocks_per_sm));
-    }
+    course::require_in_range("blocks-per-sm", blocks_per_sm, 0, kMaxBlocksPerSm);
   };
   const auto body = [&](const course::DeviceSummary& gpu) {
     const std::size_t n =

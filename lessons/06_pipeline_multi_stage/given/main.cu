@@ -90,10 +90,7 @@ void add_flags(course::FlagParser& flags, Settings& s) {
 
 /// The range check the flag parser cannot do; run_driver calls it before opening the device.
 void validate(const Settings& s) {
-  if (s.stages < kMinStages || s.stages > kMaxStages) {
-    throw course::UsageError("--stages must be in [" + std::to_string(kMinStages) + ", " +
-                             std::to_string(kMaxStages) + "], got " + std::to_string(s.stages));
-  }
+  course::require_in_range("stages", s.stages, kMinStages, kMaxStages);
 }
 
 /// The workload on the device and its CPU reference, and the launches every row uses.

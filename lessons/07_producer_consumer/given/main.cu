@@ -104,11 +104,8 @@ void add_flags(course::FlagParser& flags, Settings& s) {
 
 /// The range check the flag parser cannot do; run_driver calls it before opening the device.
 void validate(const Settings& s) {
-  if (s.stages < producer_consumer::kMinStages || s.stages > producer_consumer::kMaxStages) {
-    throw course::UsageError(
-        "--stages must be in [" + std::to_string(producer_consumer::kMinStages) + ", " +
-        std::to_string(producer_consumer::kMaxStages) + "], got " + std::to_string(s.stages));
-  }
+  course::require_in_range("stages", s.stages, producer_consumer::kMinStages,
+                           producer_consumer::kMaxStages);
 }
 
 /// A row of the main table before its block count is known: how many blocks fit on an SM,

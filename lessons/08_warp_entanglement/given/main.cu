@@ -50,10 +50,7 @@ struct Settings {
 
 /// The range check the flag parser cannot do; run_driver calls it before opening the device.
 void validate(const Settings& s) {
-  if (s.blocks_per_sm > kMaxBlocksPerSm) {
-    throw course::UsageError("--blocks-per-sm must be in [0, " + std::to_string(kMaxBlocksPerSm) +
-                             "], got " + std::to_string(s.blocks_per_sm));
-  }
+  course::require_in_range("blocks-per-sm", s.blocks_per_sm, 0, kMaxBlocksPerSm);
 }
 
 /// Every variant's launch shape, one line each. One block per SM by default: the variant's
@@ -104,9 +101,9 @@ void run_table(course::Harness& harness, Problem& w, const std::vector<we::Launc
   for (std::size_t i = 0; i < we::variants().size(); ++i) {
     const we::VariantSpec& spec = we::variants()[i];
     if (!variant.empty() && variant != spec.name) continue;
-    harness.run(w.checked(spec.name,
-                          we::prepare_copy_and_compute(w.in.cspan(), w.out.span(), spec.mode,
-                                                       we::lane_paths(spec.paths), shapes[i])));
+    harness.run(
+        w.checked(spec.name, we::prepare_copy_and_compute(w.in.cspan(), w.out.span(), spec.mode,
+                                                          we::lane_paths(spec.paths), shapes[i])));
   }
 }
 

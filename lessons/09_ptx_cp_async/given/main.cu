@@ -80,17 +80,9 @@ void add_flags(course::FlagParser& flags, Settings& s) {
 
 /// The range checks the flag parser cannot do; run_driver calls it before opening the device.
 void validate(const Settings& s) {
-  if (s.stages < ptx_cp_async::kMinStages || s.stages > ptx_cp_async::kMaxStages) {
-    throw course::UsageError("--stages must be in [2, 8], got " + std::to_string(s.stages));
-  }
-  if (s.tail_length < 1 || s.tail_length > 4096) {
-    throw course::UsageError("--tail-length must be in [1, 4096], got " +
-                             std::to_string(s.tail_length));
-  }
-  if (s.table_percent < 1 || s.table_percent > 400) {
-    throw course::UsageError("--table-percent must be in [1, 400], got " +
-                             std::to_string(s.table_percent));
-  }
+  course::require_in_range("stages", s.stages, ptx_cp_async::kMinStages, ptx_cp_async::kMaxStages);
+  course::require_in_range("tail-length", s.tail_length, 1, 4096);
+  course::require_in_range("table-percent", s.table_percent, 1, 400);
 }
 
 /// The multi-stage workload: its input on the device, its output, and the CPU's answer.

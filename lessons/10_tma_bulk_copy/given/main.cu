@@ -102,9 +102,8 @@ void add_flags(course::FlagParser& flags, Settings& s) {
 
 /// The range check the flag parser cannot do; run_driver calls it before opening the device.
 void validate(const Settings& s) {
-  if (s.stages < tma_bulk_copy::kMinStages || s.stages > tma_bulk_copy::kMaxStages) {
-    throw course::UsageError("--stages must be in [2, 8], got " + std::to_string(s.stages));
-  }
+  course::require_in_range("stages", s.stages, tma_bulk_copy::kMinStages,
+                           tma_bulk_copy::kMaxStages);
 }
 
 /// The problem every row runs, and what the plain bulk copy must produce.

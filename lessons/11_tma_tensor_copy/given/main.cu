@@ -84,9 +84,8 @@ void add_flags(course::FlagParser& flags, Settings& s) {
 
 /// The range checks the flag parser cannot do; run_driver calls it before opening the device.
 void validate(const Settings& s) {
-  if (s.stages < tma_tensor_copy::kMinStages || s.stages > tma_tensor_copy::kMaxStages) {
-    throw course::UsageError("--stages must be in [1, 8], got " + std::to_string(s.stages));
-  }
+  course::require_in_range("stages", s.stages, tma_tensor_copy::kMinStages,
+                           tma_tensor_copy::kMaxStages);
   if (s.options.size > 46340) {  // 46340^2 floats: the 32-bit tile indices of the kernels
     throw course::UsageError("--size must be at most 46340, got " + std::to_string(s.options.size));
   }

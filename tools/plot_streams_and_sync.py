@@ -9,7 +9,8 @@ table (two operations in two streams of given kinds: each variant is
 "<first>+<second> <work> (<model>)", work "kernel+kernel" or "copy+kernel"), and
 FILE_sweep.csv beside it, whose "breakers" rows are two kernels with one operation between
 their launches (columns `between` and `streams`). The rate column of both is the measured
-overlap in percent, 100 x (t1 + t2 - t_pair) / min(t1, t2); a row with no time did not
+overlap in percent: the time both operations ran at once, as a share of the shorter one's
+own time (lesson 13's TODO 6 computes it); a row with no time did not
 verify. The picture has one panel for each table, with dotted lines at the classification
 thresholds (below 0.1 serialised, above 0.5 concurrent); bars whose check failed are
 hatched. Either CSV may be named; the other is found beside it. The PNG goes next to the
@@ -139,7 +140,7 @@ def plot(data, out_path):
         axis.axvline(CONCURRENT_ABOVE, color="grey", linestyle=":", linewidth=1)
         axis.axvline(0, color="black", linewidth=0.8)
         axis.set_xlim(min(-0.1, axis.get_xlim()[0]), 1.2)
-        axis.set_xlabel("overlap = (t1 + t2 - t_pair) / min(t1, t2)")
+        axis.set_xlabel("overlap: time both ran at once / the shorter one's own time")
         axis.tick_params(axis="y", labelsize=8)
     fig.suptitle(f"Lesson 13: measured overlap on {data['gpu']}")
     fig.tight_layout()

@@ -11,6 +11,14 @@
 # 02's table includes lesson 01's kernel): their API headers become visible and their
 # already-compiled solution objects are linked in, never recompiled.
 #
+# A tree without solutions/ (a handout made by `./course handout`, or -DCOURSE_WITH_SOLUTIONS=OFF)
+# gets the student's targets only: no <number>_<slug>_solution* target and none of the tests
+# that need one (integrity, mutation, sanitize: they run the solution). USES then links the
+# student's own file of the earlier lesson (its starter objects), never an answer. The lesson's
+# own CMakeLists.txt stays as it is: after making the targets, course_add_lesson() runs the rest
+# of that file through cmake/course_starter_only.py, which leaves out every statement about a
+# solution target, includes what is left and returns from the file (hence a macro).
+#
 # A lesson folder shows the student's room at a glance: at its top only the exercise file
 # <slug>.cu, the API header <slug>.cuh, the READMEs and this CMakeLists.txt; everything the
 # student only reads lives in lessons/<number>_<slug>/given/. Both folders are include
@@ -42,6 +50,21 @@ set(COURSE_GPU_TEST_TIMEOUT 300 CACHE STRING "Timeout (s) of one GPU test suite"
 set(COURSE_SANITIZE_TIMEOUT 300 CACHE STRING "Timeout (s) of one compute-sanitizer run")
 option(COURSE_MUTATION_TESTS
   "Add the GPU-only mutation label: each exercise region replaced by its starter must be caught" OFF)
+# ON when the tree has the solutions (the course's repository), OFF in a handout; a
+# -DCOURSE_WITH_SOLUTIONS=OFF builds the course's repository as a handout would.
+if(NOT DEFINED COURSE_WITH_SOLUTIONS)
+  if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/solutions")
+    set(COURSE_WITH_SOLUTIONS ON)
+  else()
+    set(COURSE_WITH_SOLUTIONS OFF)
+    message(STATUS "No solutions/ folder: the lessons' starter targets and tests only")
+  endif()
+endif()
+if(COURSE_WITH_SOLUTIONS)
+  set(COURSE_LESSON_KINDS starter solution)
+else()
+  set(COURSE_LESSON_KINDS starter)
+endif()
 
 function(_course_lesson_target target lesson_dir)
   target_include_directories(${target} PUBLIC "${lesson_dir}" "${lesson_dir}/given")
@@ -122,7 +145,31 @@ function(_course_sanitize_args entry out)
   set(${out} "${args}" PARENT_SCOPE)
 endfunction()
 
-function(course_add_lesson number slug)
+macro(course_add_lesson)
+  _course_add_lesson(${ARGV})
+  if(NOT COURSE_WITH_SOLUTIONS)
+    _course_starter_only_rest(_course_rest)
+    include("${_course_rest}")
+    return()  # from the lesson's CMakeLists.txt: its rest ran, filtered, just above
+  endif()
+endmacro()
+
+# The rest of the calling lesson's CMakeLists.txt, after its course_add_lesson(), without the
+# statements about solution targets (cmake/course_starter_only.py), as a file to include.
+function(_course_starter_only_rest out)
+  get_filename_component(lesson "${CMAKE_CURRENT_LIST_DIR}" NAME)
+  set(rest "${CMAKE_CURRENT_BINARY_DIR}/${lesson}_starter_only.cmake")
+  execute_process(
+    COMMAND "${Python3_EXECUTABLE}" "${PROJECT_SOURCE_DIR}/cmake/course_starter_only.py"
+            "${CMAKE_CURRENT_LIST_FILE}" "${rest}"
+    RESULT_VARIABLE status ERROR_VARIABLE error)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "cmake/course_starter_only.py: ${error}")
+  endif()
+  set(${out} "${rest}" PARENT_SCOPE)
+endfunction()
+
+function(_course_add_lesson number slug)
   cmake_parse_arguments(PARSE_ARGV 2 ARG "TEST_HOOKS" "" "USES;SOURCES")
   _course_catalog_entry(${number} catalog_entry)
   _course_min_gpus("${catalog_entry}" min_gpus)
@@ -132,8 +179,12 @@ function(course_add_lesson number slug)
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
   set(test_source "${PROJECT_SOURCE_DIR}/tests/${name}_test.cu")
   set(given_dir "${lesson_dir}/given")
-  foreach(path "${given_dir}/main.cu" "${lesson_dir}/${slug}.cu" "${lesson_dir}/${slug}.cuh"
+  set(required "${given_dir}/main.cu" "${lesson_dir}/${slug}.cu" "${lesson_dir}/${slug}.cuh"
                "${solution_dir}/${slug}.cu" "${test_source}")
+  if(NOT COURSE_WITH_SOLUTIONS)
+    list(REMOVE_ITEM required "${solution_dir}/${slug}.cu")
+  endif()
+  foreach(path IN LISTS required)
     if(NOT EXISTS "${path}")
       message(FATAL_ERROR "course_add_lesson(${number} ${slug}): missing ${path}")
     endif()
@@ -156,7 +207,7 @@ function(course_add_lesson number slug)
   # A launch file that appears later (or goes) must re-run the configure step: the glob
   # with CONFIGURE_DEPENDS makes the build check for it.
   file(GLOB launch_files CONFIGURE_DEPENDS "${given_dir}/*_launch.cu")
-  foreach(kind starter solution)
+  foreach(kind IN LISTS COURSE_LESSON_KINDS)
     if(kind STREQUAL "starter")
       set(kernels_source "${lesson_dir}/${slug}.cu")
     else()
@@ -197,23 +248,32 @@ function(course_add_lesson number slug)
       add_library(${name}_${kind}_kernels OBJECT "${kernels_source}")
     endif()
   endforeach()
-  add_dependencies(course_kernels ${name}_solution_kernels)
+  # The kind whose kernels stand for the lesson elsewhere (course_kernels, other lessons' USES):
+  # the solution's, or in a tree without solutions the student's own.
+  list(GET COURSE_LESSON_KINDS -1 reference_kind)
+  add_dependencies(course_kernels ${name}_${reference_kind}_kernels)
   add_library(${name}_tests OBJECT "${test_source}")
-  set(kernel_targets ${name}_starter_kernels ${name}_solution_kernels)
-  if(TARGET ${name}_solution_test_kernels)
-    list(APPEND kernel_targets ${name}_starter_test_kernels ${name}_solution_test_kernels)
+  set(kernel_targets "")
+  foreach(kind IN LISTS COURSE_LESSON_KINDS)
+    list(APPEND kernel_targets ${name}_${kind}_kernels)
+  endforeach()
+  if(TARGET ${name}_${reference_kind}_test_kernels)
+    foreach(kind IN LISTS COURSE_LESSON_KINDS)
+      list(APPEND kernel_targets ${name}_${kind}_test_kernels)
+    endforeach()
   elseif(ARG_TEST_HOOKS)
     message(FATAL_ERROR "course_add_lesson(${number} ${slug}): TEST_HOOKS needs a launch file")
   endif()
   foreach(target ${name}_driver ${kernel_targets} ${name}_tests)
     _course_lesson_target(${target} "${lesson_dir}")
   endforeach()
-  target_compile_options(${name}_starter_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--no-compress>)
-  target_compile_options(${name}_solution_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--no-compress>)
+  foreach(kind IN LISTS COURSE_LESSON_KINDS)
+    target_compile_options(${name}_${kind}_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--no-compress>)
+  endforeach()
   target_link_libraries(${name}_tests PUBLIC course_test_support)
   set(used_kernels "")
   foreach(used IN LISTS ARG_USES)
-    if(NOT TARGET ${used}_solution_kernels)
+    if(NOT TARGET ${used}_${reference_kind}_kernels)
       message(FATAL_ERROR "course_add_lesson(${number} ${slug}): USES ${used}, which is not a lesson "
                           "added before this one")
     endif()
@@ -221,14 +281,14 @@ function(course_add_lesson number slug)
       target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/lessons/${used}"
                                                    "${PROJECT_SOURCE_DIR}/lessons/${used}/given")
     endforeach()
-    list(APPEND used_kernels ${used}_solution_kernels)
+    list(APPEND used_kernels ${used}_${reference_kind}_kernels)
     # A used lesson's own read-only sources (its SOURCES, e.g. lesson 14's engine model).
     if(TARGET ${used}_extra)
       list(APPEND used_kernels ${used}_extra)
     endif()
   endforeach()
 
-  foreach(kind starter solution)
+  foreach(kind IN LISTS COURSE_LESSON_KINDS)
     if(kind STREQUAL "starter")
       set(exe "${name}")
       set(test_exe "${name}_test")
@@ -284,6 +344,11 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
     set_tests_properties(L${number}.cli.${exe}.usage_errors PROPERTIES
       LABELS "L${number};cli;cpu" TIMEOUT 60)
   endforeach()
+
+  # Everything below runs the solution: a tree without one stops here.
+  if(NOT COURSE_WITH_SOLUTIONS)
+    return()
+  endif()
 
   # integrity (GPU only): the starter's tests must fail, the solution's must pass.
   foreach(expectation starter_fails solution_passes)

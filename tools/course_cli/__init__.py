@@ -9,12 +9,14 @@ The `course` script at the repository root calls main(). The modules:
   tour.py      parsing the lesson programs' output and the tour's summary
   i18n.py      the language of the messages (English, or Chinese with --lang zh)
   commands.py  one function per command, and the argument parser
+  handout.py   `handout`: a student repository without the solutions, and what the other
+               commands ask of one (a handout refuses what needs the solutions)
 """
 
 import sys
 from pathlib import Path
 
-from . import i18n
+from . import handout, i18n
 from .commands import build_parser
 from .errors import CourseError
 
@@ -40,7 +42,11 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
 
     # The language first: --help and the usage errors are written in it too.
     asked = i18n.language_in_argv(own_args)
-    i18n.set_language(i18n.choose(asked), by_flag=asked in i18n.LANGUAGES)
+    # A handout (./course handout) of the Chinese edition speaks Chinese unless told otherwise,
+    # and one of a single edition names every README README.md.
+    i18n.set_language(i18n.choose(asked, default=handout.default_language(root)),
+                      by_flag=asked in i18n.LANGUAGES)
+    i18n.set_one_edition(handout.single_edition(root))
     i18n.install_argparse_words()
     parser = build_parser()
     args = parser.parse_args(own_args)  # exits 2 with a message on a usage error

@@ -10,7 +10,7 @@ import textwrap
 import unicodedata
 from pathlib import Path
 
-from . import build, exercise, grade, starter
+from . import build, exercise, grade, handout, starter
 from .build import PROBE_NAME, SKIP_EXIT_CODE, BuildTree, shown
 from .catalog import (CATALOG_INC_PATH, Lesson, find_ready_lesson, load_catalog, next_lesson,
                       sanitize_arguments)
@@ -123,6 +123,8 @@ def cmd_list(root: Path, args: argparse.Namespace) -> int:
 
 
 def cmd_run(root: Path, args: argparse.Namespace) -> int:
+    if args.solution and handout.is_handout(root):
+        raise handout.refuse("run --solution")
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
     target = lesson.name + ("_solution" if args.solution else "")
     tree = BuildTree(root, STUDENT_PRESET)
@@ -138,9 +140,10 @@ def results_file(root: Path, lesson: Lesson) -> Path:
     return BuildTree(root, STUDENT_PRESET).results_dir / f"L{lesson.number}.xml"
 
 
-def next_steps_after_pass(lessons: list[Lesson], lesson: Lesson) -> list[str]:
+def next_steps_after_pass(lessons: list[Lesson], lesson: Lesson,
+                          in_handout: bool = False) -> list[str]:
     following = next_lesson(lessons, lesson)
-    steps = [
+    steps = [] if in_handout else [  # a handout has neither the solution nor its notes
         tr("compare your code with the solution: ./course diff {number}", number=lesson.number),
         tr("read {notes}", notes=doc(f"solutions/{lesson.name}/NOTES.md")),
     ]
@@ -222,7 +225,8 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
         print(tr("Next:"))
         print(tr("  read {readme}", readme=doc(f"lessons/{lesson.name}/README.md")))
         print(tr("  the TODOs in {file}", file=exercise_file))
-        print("  " + next_hint_command(root, lesson, summary))
+        if hint_step := next_hint_command(root, lesson, summary):
+            print("  " + hint_step)
         return 1
     if summary.verdict == "skipped":
         print(tr("Lesson {number} is NOT verified: {counts}.", number=lesson.number, counts=counts))
@@ -242,15 +246,17 @@ def cmd_check(root: Path, args: argparse.Namespace) -> int:
     print(tr("Lesson {number} passes: {counts}; racecheck, synccheck and memcheck are clean.",
              number=lesson.number, counts=counts))
     print(tr("Next:"))
-    for step in next_steps_after_pass(lessons, lesson):
+    for step in next_steps_after_pass(lessons, lesson, handout.is_handout(root)):
         print(f"  {step}")
     return 0
 
 
 def next_hint_command(root: Path, lesson: Lesson, summary) -> str:
     """After a failed check: the command for the next rung of the first TODO the failures
-    name (or of the first unfinished one), or the lesson's hint command."""
+    name (or of the first unfinished one), or the lesson's hint command; "" without hints."""
     ladders = exercise.load_ladders(root, lesson)
+    if ladders and not any(ladder.hints for ladder in ladders.values()):
+        return ""  # a handout without hints (./course handout --hints off)
     if ladders:
         named = sorted({t for todos in summary.todos_of_failed.values() for t in todos} & set(ladders))
         pending = named or [t for t in todos_to_work_on(root, lesson) if t in ladders]
@@ -391,6 +397,10 @@ def cmd_hint(root: Path, args: argparse.Namespace) -> int:
         print(tr("Lesson {number} has no hints. Its README's pitfalls section may help.",
                  number=lesson.number))
         return 0
+    if not any(ladder.hints for ladder in ladders.values()):  # ./course handout --hints off
+        print(tr("This handout has no hints (your instructor's choice): {readme} teaches what "
+                 "each TODO needs.", readme=doc(f"lessons/{lesson.name}/README.md")))
+        return 0
     if args.todo is None:
         pending = [t for t in todos_to_work_on(root, lesson) if t in ladders]
         if not pending:
@@ -420,7 +430,8 @@ def cmd_hint(root: Path, args: argparse.Namespace) -> int:
         k = args.k
     print(tr("Hint {k} of {count} for TODO {todo} of lesson {number} ({title}):", k=k,
              count=len(rungs), todo=todo, number=lesson.number, title=i18n.title(lesson)))
-    show_hint(rungs[k - 1], is_code=k == len(rungs))
+    ends_in_code = ladders[todo].ends_in_code
+    show_hint(rungs[k - 1], is_code=k == len(rungs) and ends_in_code)
     if k > seen:
         seen_all[str(todo)] = k
         seen_file.parent.mkdir(parents=True, exist_ok=True)
@@ -428,8 +439,10 @@ def cmd_hint(root: Path, args: argparse.Namespace) -> int:
     if k < len(rungs):
         print(tr("(Stuck after trying it? `{command}` shows the next one.)",
                  command=hint_command(lesson, todo)))
-    else:
+    elif ends_in_code:
         print(tr("(That was the last hint of TODO {todo}: its code.)", todo=todo))
+    else:
+        print(tr("(That was the last hint of TODO {todo} in this handout.)", todo=todo))
     return 0
 
 
@@ -446,6 +459,8 @@ def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
 def cmd_diff(root: Path, args: argparse.Namespace) -> int:
     """Your file against the solution as a student would write it: the solution without its
     BEGIN/END SOLUTION and STARTER lines, your file without the generated header line."""
+    if handout.is_handout(root):
+        raise handout.refuse("diff")
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
     compared = 0
     for solution, mine in starter_pairs(root, lesson):
@@ -496,6 +511,8 @@ def cmd_reset(root: Path, args: argparse.Namespace) -> int:
 
 
 def cmd_sync(root: Path, args: argparse.Namespace) -> int:
+    if handout.is_handout(root):
+        raise handout.refuse("sync")
     lessons = load_catalog(root)
     expected = starter.expected_files(root, lessons)  # raises on a malformed region
     problems = starter.exercise_problems(root, lessons)
@@ -559,6 +576,8 @@ def configure_presets(root: Path) -> list[str]:
 
 
 def cmd_tour(root: Path, args: argparse.Namespace) -> int:
+    if handout.is_handout(root):
+        raise handout.refuse("tour")
     lessons = load_catalog(root)
     presets = configure_presets(root)
     if args.preset not in presets:
@@ -690,5 +709,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="run every lesson at its full size (default: --quick sizes, a minute or two in all)",
     )
 
+    handout.add_command(add)
     grade.add_commands(add)  # instructors: `grade` and `autograder` (grade.py, bundles.py)
     return parser

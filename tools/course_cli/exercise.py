@@ -50,6 +50,9 @@ class Ladder:
     hints: list[str]
     hints_zh: list[str]
     contract_zh: list[str] = field(default_factory=list)
+    # False in a handout whose ladders lost their last rung, the code (./course handout
+    # --hints no-code): the last rung left is not code.
+    ends_in_code: bool = True
 
 
 def todo_blocks(text: str) -> list[TodoBlock]:
@@ -98,15 +101,23 @@ def _load(root: Path, lesson_name: str) -> dict[int, Ladder] | None:
     todos = data.get("todos") if isinstance(data, dict) else None
     if not isinstance(todos, dict):
         raise CourseError(f'{label}: expected {{"todos": {{"1": {{...}}, ...}}}}')
+    # A handout's ladders (./course handout --hints): one rung fewer (no code), or none.
+    policy = data.get("handout_hints", "full")
+    rungs = {"full": (MIN_RUNGS, MAX_RUNGS), "no-code": (MIN_RUNGS - 1, MAX_RUNGS - 1),
+             "off": (0, 0)}.get(policy)
+    if rungs is None:
+        raise CourseError(f"{label}: handout_hints must be full, no-code or off")
     ladders = {}
     for key, entry in todos.items():
         if not key.isdigit() or not isinstance(entry, dict):
             raise CourseError(f"{label}: TODO {key!r}: expected a TODO number and an object")
-        ladders[int(key)] = _ladder(label, key, entry)
+        ladders[int(key)] = _ladder(label, key, entry, rungs)
+        ladders[int(key)].ends_in_code = policy == "full"
     return ladders
 
 
-def _ladder(label: str, key: str, entry: dict) -> Ladder:
+def _ladder(label: str, key: str, entry: dict,
+            rungs: tuple[int, int] = (MIN_RUNGS, MAX_RUNGS)) -> Ladder:
     def strings(name: str) -> list[str]:
         value = entry.get(name, [])
         if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
@@ -114,9 +125,9 @@ def _ladder(label: str, key: str, entry: dict) -> Ladder:
         return value
 
     ladder = Ladder(strings("hints"), strings("hints_zh"), strings("contract_zh"))
-    if not MIN_RUNGS <= len(ladder.hints) <= MAX_RUNGS:
+    if not rungs[0] <= len(ladder.hints) <= rungs[1]:
         raise CourseError(f"{label}: TODO {key} has {len(ladder.hints)} hint rungs; "
-                          f"a ladder has {MIN_RUNGS} to {MAX_RUNGS}")
+                          f"a ladder has {rungs[0]} to {rungs[1]}")
     if len(ladder.hints_zh) != len(ladder.hints):
         raise CourseError(f"{label}: TODO {key} has {len(ladder.hints)} rungs in English and "
                           f"{len(ladder.hints_zh)} in Chinese")

@@ -15,11 +15,14 @@ LANGUAGES = ("en", "zh")
 _language = "en"
 
 
-def choose(requested: str | None, environ=os.environ) -> str:
-    """The language to speak: `requested` (from --lang), else COURSE_LANG, else the locale."""
+def choose(requested: str | None, environ=os.environ, default: str | None = None) -> str:
+    """The language to speak: `requested` (from --lang), else COURSE_LANG, else `default` (a
+    Chinese-only handout's "zh"), else the locale."""
     for value in (requested, environ.get("COURSE_LANG")):
         if value:
             return "zh" if value.lower().startswith("zh") else "en"
+    if default in LANGUAGES:
+        return default
     for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = environ.get(variable)
         if value:  # the first one set decides, as for gettext
@@ -28,12 +31,18 @@ def choose(requested: str | None, environ=os.environ) -> str:
 
 
 _by_flag = False
+_one_edition = False  # a handout of one edition: every README is README.md, in its language
 
 
 def set_language(language: str, by_flag: bool = False) -> None:
     global _language, _by_flag
     _language = language if language in LANGUAGES else "en"
     _by_flag = by_flag
+
+
+def set_one_edition(one: bool) -> None:
+    global _one_edition
+    _one_edition = one
 
 
 def chosen_by_flag() -> bool:
@@ -53,7 +62,8 @@ def tr(template: str, **fields) -> str:
 
 def doc(path: str) -> str:
     """A README.md or NOTES.md path as the chosen edition names it (README.zh.md in zh)."""
-    if _language == "zh" and path.endswith(".md") and not path.endswith(".zh.md"):
+    if (_language == "zh" and not _one_edition and path.endswith(".md")
+            and not path.endswith(".zh.md")):
         return path[:-3] + ".zh.md"
     return path
 
@@ -242,6 +252,16 @@ ZH = {
         "第 {number} 课（{title}）TODO {todo} 的提示 {k}/{count}：",
     "(Stuck after trying it? `{command}` shows the next one.)":
         "（试过之后仍卡住？`{command}` 显示下一级。）",
+    "(That was the last hint of TODO {todo} in this handout.)":
+        "（这是这份学生版仓库中 TODO {todo} 的最后一级提示。）",
+    "This handout has no hints (your instructor's choice): {readme} teaches what "
+    "each TODO needs.":
+        "这份学生版仓库不提供提示（这是你的老师的选择）：{readme} 讲授了每个 TODO 所需的内容。",
+    "this folder is a handout of the course: it has no solutions, so "
+    "`./course {command}` cannot run here. Your instructor has them.":
+        "这个文件夹是分发给学生的课程仓库（handout）：其中没有参考答案，所以 `./course {command}` "
+        "不能在这里运行。"
+        "参考答案在你的老师那里。",
     "(That was the last hint of TODO {todo}: its code.)":
         "（这是 TODO {todo} 的最后一级提示：它的代码。）",
     "course: error: {message}": "course：错误：{message}",

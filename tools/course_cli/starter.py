@@ -17,7 +17,7 @@ regions.py has the markers and the reader of regions the other tools use.
 import re
 from pathlib import Path
 
-from . import exercise
+from . import exercise, handout
 from .catalog import CATALOG_INC_PATH, Lesson, catalog_inc_text
 from .errors import CourseError
 # The markers live with the regions' reader (regions.py); imported here under their old
@@ -101,12 +101,16 @@ def generate_starter(solution_text: str, solution_label: str) -> str:
 
 
 def starter_pairs(root: Path, lesson: Lesson) -> list[tuple[Path, Path]]:
-    """(solution file, starter file) for every solutions/NN_slug/*.cu of a lesson."""
-    solutions = sorted(lesson.solution_dir(root).glob("*.cu"))
+    """(solution file, starter file) for every solutions/NN_slug/*.cu of a lesson. In a
+    handout, which has no solutions, the first of each pair is the untouched starter the
+    handout keeps (.course/starters/NN_slug/*.cu), which expected_starter() reads as it is."""
+    source = (handout.starters_dir(root) if handout.is_handout(root) else root / "solutions")
+    solutions = sorted((source / lesson.name).glob("*.cu"))
     if not solutions:
         raise CourseError(
             f"lesson {lesson.number} is marked ready but "
-            f"solutions/{lesson.name}/ has no .cu file to generate the starter from"
+            f"{(source / lesson.name).relative_to(root).as_posix()}/ has no .cu file to "
+            "generate the starter from"
         )
     return [(solution, lesson.lesson_dir(root) / solution.name) for solution in solutions]
 
@@ -116,7 +120,11 @@ def expected_starter(root: Path, solution: Path, language: str = "en") -> str:
     """The generated starter for one solution file; in Chinese (`language` "zh") its TODO
     contracts come from the lesson's given/hints.json, where it has one."""
     label = solution.relative_to(root).as_posix()
-    text = generate_starter(solution.read_text(encoding="utf-8"), label)
+    if handout.starters_dir(root) in solution.parents:  # a handout's kept starter: as it is
+        label = f"solutions/{solution.parent.name}/{solution.name}"
+        text = solution.read_text(encoding="utf-8")
+    else:
+        text = generate_starter(solution.read_text(encoding="utf-8"), label)
     if language != "zh":
         return text
     ladders = exercise.load_ladders_of_solution(root, solution)

@@ -59,6 +59,8 @@ def english_files():
     files = [ROOT / "README.md", ROOT / "docs" / "results" / "README.md"]
     files += sorted((ROOT / "lessons").glob("[0-9][0-9]_*/README.md"))
     files += sorted((ROOT / "solutions").glob("[0-9][0-9]_*/NOTES.md"))
+    files += sorted(p for p in (ROOT / "docs" / "pages").glob("*.md")
+                    if not p.name.endswith(".zh.md") and chinese_of(p).exists())
     return files
 
 

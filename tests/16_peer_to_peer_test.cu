@@ -1,6 +1,8 @@
 // Lesson 16 tests: built twice, against the starter (label `lesson`) and against the
 // solution (label `solution`). CPU suites check the ring's geometry, the stencil's CPU
-// reference and its slab decomposition, the copy-size fit and the kernels' PTX; GPU suites
+// reference and its slab decomposition, the copy-size fit, the kernels' PTX, and the
+// exercise's host code on fake GPUs (TODOs 1, 3 and 4: what it enables, on which streams it
+// issues what, what each wait covers; tests/recorded/16_peer_to_peer.cu); GPU suites
 // (Gpu...) need two GPUs with peer access and skip otherwise: peer access (TODO 1), pulls
 // and pushes of awkward sizes at awkward offsets (TODO 2), both directions ordered by
 // events across devices (TODO 3), and the halo ring against the CPU (TODO 4). Inputs are
@@ -17,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "course/buffers.h"
@@ -28,6 +31,7 @@
 #include "halo_model.h"
 #include "peer_to_peer.cuh"
 #include "read_through.h"
+#include "recorded/16_peer_to_peer.h"
 #include "stream_gate.cuh"
 
 namespace {
@@ -212,6 +216,249 @@ TEST(PeerToPeerSass, WideCopiesAndCpAsyncReachTheHardware) {
     }
   }
   EXPECT_TRUE(wide && async) << listing.substr(0, 2000);
+}
+
+// ---- CPU: the exercise's host code on fake GPUs ----------------------------------------------
+// tests/recorded/16_peer_to_peer.cu compiles this program's exercise file (the starter's or
+// the solution's) a second time against test doubles of the CUDA runtime: connect(),
+// issue_both_directions() and halo_step() run on fake GPUs, and what they issue is recorded
+// with CUDA's ordering rules (tests/support/schedule_record.h). No GPU needed.
+
+namespace rec16 = course::testing::recorded16;
+namespace schedule = course::testing::schedule;
+
+/// The first few lines of `lines`, one per line, and how many more there are.
+std::string first_of(const std::vector<std::string>& lines, std::size_t shown = 3) {
+  std::string text;
+  for (std::size_t i = 0; i < lines.size() && i < shown; ++i) text += "\n  " + lines[i];
+  if (lines.size() > shown) text += "\n  (and " + std::to_string(lines.size() - shown) + " more)";
+  return text;
+}
+
+std::string calls_of(const rec16::ConnectRun& run) {
+  return "\nconnect() called:" + first_of(run.calls, 12);
+}
+
+TEST(PeerToPeerRecorded, ConnectEnablesBothWaysFromEitherCurrentDevice) {
+  for (const int current : {0, 1}) {
+    const rec16::ConnectRun run = rec16::run_connect({current});
+    ASSERT_EQ(run.threw, "") << "connect(0, 1) threw on two fresh GPUs" << concerns_todo(1);
+    EXPECT_TRUE(run.ab_enabled) << "afterwards GPU 0 cannot reach GPU 1's memory (GPU " << current
+                                << " was current)" << calls_of(run) << concerns_todo(1);
+    EXPECT_TRUE(run.ba_enabled) << "afterwards GPU 1 cannot reach GPU 0's memory (GPU " << current
+                                << " was current)" << calls_of(run) << concerns_todo(1);
+    EXPECT_FALSE(run.ab_was_enabled || run.ba_was_enabled)
+        << "a direction reported as already enabled on fresh GPUs" << concerns_todo(1);
+    EXPECT_EQ(run.last_error_after, cudaSuccess)
+        << "connect() left an error behind: " << cudaGetErrorName(run.last_error_after)
+        << concerns_todo(1);
+    EXPECT_EQ(run.current_after, current) << "connect() must leave the caller's device current";
+  }
+}
+
+TEST(PeerToPeerRecorded, ConnectAgainReportsWhatWasEnabledAndLeavesNoError) {
+  for (const auto& [ab, ba] :
+       {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+    rec16::ConnectSetup setup;
+    setup.ab_enabled = ab;
+    setup.ba_enabled = ba;
+    const rec16::ConnectRun run = rec16::run_connect(setup);
+    const std::string before = std::string("before the call: 0 -> 1 ") +
+                               (ab ? "enabled" : "not enabled") + ", 1 -> 0 " +
+                               (ba ? "enabled" : "not enabled") + ": ";
+    ASSERT_EQ(run.threw, "") << before << "an already enabled direction is not a failure"
+                             << calls_of(run) << concerns_todo(1);
+    EXPECT_EQ(run.ab_was_enabled, ab) << before << "link.ab.was_enabled" << concerns_todo(1);
+    EXPECT_EQ(run.ba_was_enabled, ba) << before << "link.ba.was_enabled" << concerns_todo(1);
+    EXPECT_TRUE(run.ab_enabled && run.ba_enabled)
+        << before << "afterwards both ways must be enabled" << calls_of(run) << concerns_todo(1);
+    EXPECT_EQ(run.last_error_after, cudaSuccess)
+        << before << "the runtime's last error reads " << cudaGetErrorName(run.last_error_after)
+        << " afterwards" << concerns_todo(1);
+    EXPECT_EQ(run.current_after, 1) << before << "the caller's device must be current again";
+  }
+}
+
+TEST(PeerToPeerRecorded, ConnectThrowsOnAnyOtherFailureAndRestoresTheDevice) {
+  for (const auto& failing : {std::pair{0, 1}, std::pair{1, 0}}) {
+    rec16::ConnectSetup setup;
+    setup.current = failing.second;  // the failure comes with another device current
+    setup.failing = failing;
+    const rec16::ConnectRun run = rec16::run_connect(setup);
+    EXPECT_NE(run.threw, "") << "enabling " << failing.first << " -> " << failing.second
+                             << " failed with cudaErrorTooManyPeers, and connect() returned"
+                             << calls_of(run) << concerns_todo(1);
+    EXPECT_EQ(run.current_after, setup.current)
+        << "after the failure GPU " << run.current_after << " is current: connect() must "
+        << "leave the caller's GPU " << setup.current << " current however it ends";
+  }
+}
+
+TEST(PeerToPeerRecorded, BothDirectionsForkFromAndJoinIntoStreamA) {
+  const rec16::BothWaysRun run = rec16::run_both_directions();
+  const schedule::Recorder& r = run.record;
+  ASSERT_EQ(run.threw, "") << concerns_todo(3);
+  // The copies: work of the call that writes each destination whole from its source.
+  const auto copy_into = [&](int dst, int src) {
+    std::vector<int> found;
+    for (int i = run.first; i < run.end; ++i) {
+      const schedule::Operation& operation = r.operations()[static_cast<std::size_t>(i)];
+      bool writes = false, reads = false;
+      for (const schedule::Access& a : operation.accesses) {
+        writes |= a.buffer == dst && a.write && a.first == 0 && a.last == run.bytes;
+        reads |= a.buffer == src && !a.write && a.first == 0 && a.last == run.bytes;
+      }
+      if (writes && reads) found.push_back(i);
+    }
+    return found;
+  };
+  const std::vector<int> ab = copy_into(run.dst_b, run.src_a), ba = copy_into(run.dst_a, run.src_b);
+  ASSERT_EQ(ab.size(), 1u) << "the call must enqueue one copy of all w.bytes from src_a to dst_b"
+                           << concerns_todo(3);
+  ASSERT_EQ(ba.size(), 1u) << "the call must enqueue one copy of all w.bytes from src_b to dst_a"
+                           << concerns_todo(3);
+  for (const auto& [copy, what] : {std::pair{ab[0], "a -> b"}, std::pair{ba[0], "b -> a"}}) {
+    EXPECT_TRUE(r.finishes_before(run.earlier, copy))
+        << "the copy " << what << " (" << r.describe(copy)
+        << ") may start before the work already on stream_a has finished" << concerns_todo(3);
+    EXPECT_TRUE(r.finishes_before(copy, run.later))
+        << "work enqueued on stream_a after the call may start before the copy " << what << " ("
+        << r.describe(copy) << ") has finished" << concerns_todo(3);
+  }
+  EXPECT_TRUE(r.may_overlap(ab[0], ba[0]))
+      << "one copy waits for the other (" << r.describe(ab[0]) << ", " << r.describe(ba[0])
+      << "): they must run at the same time" << concerns_todo(3);
+  const auto stream_of = [&](int op) {
+    return r.operations()[static_cast<std::size_t>(op)].stream;
+  };
+  EXPECT_TRUE((stream_of(ab[0]) == run.stream_a && stream_of(ba[0]) == run.stream_b) ||
+              (stream_of(ab[0]) == run.stream_b && stream_of(ba[0]) == run.stream_a))
+      << "one copy belongs in stream_a's order, the other in w.stream_b's: " << r.describe(ab[0])
+      << ", " << r.describe(ba[0]) << concerns_todo(3);
+  for (int wait : r.of_kind(schedule::Kind::host_wait, run.first, run.end)) {
+    ADD_FAILURE() << "the host waits: " << r.describe(wait) << concerns_todo(3);
+  }
+}
+
+/// The ring's runs the halo tests look at: 2 and 3 fake GPUs, four steps each (each buffer
+/// is an input twice, so a step's waits must also cover the step before the previous one).
+const std::vector<rec16::HaloRun>& halo_runs() {
+  static const std::vector<rec16::HaloRun> runs = [] {
+    std::vector<rec16::HaloRun> all;
+    for (const int gpus : {2, 3}) all.push_back(rec16::run_halo_steps(gpus, 4));
+    return all;
+  }();
+  return runs;
+}
+
+/// Each step issued exactly one push, one interior and one boundary per GPU (a failure
+/// otherwise); the index of each.
+bool one_of_each(const rec16::HaloRun& run) {
+  bool ok = true;
+  for (std::size_t s = 0; s < run.push.size(); ++s) {
+    for (int g = 0; g < run.gpus; ++g) {
+      for (const auto& [list, what] :
+           {std::pair{&run.push, "push_halos"}, std::pair{&run.interior, "compute_interior"},
+            std::pair{&run.boundary, "compute_boundary"}}) {
+        const std::size_t count = (*list)[s][static_cast<std::size_t>(g)].size();
+        if (count != 1) {
+          ADD_FAILURE() << run.gpus << " GPUs, step " << s << ": " << what << "(" << g
+                        << ") was issued " << count << " times (once per step)" << concerns_todo(4);
+          ok = false;
+        }
+      }
+    }
+  }
+  return ok;
+}
+
+int op(const std::vector<std::vector<std::vector<int>>>& list, std::size_t step, int g) {
+  return list[step][static_cast<std::size_t>(g)][0];
+}
+
+TEST(PeerToPeerRecorded, HaloStepOrdersEveryRowTwoOperationsShare) {
+  for (const rec16::HaloRun& run : halo_runs()) {
+    ASSERT_EQ(run.threw, "") << run.gpus << " GPUs" << concerns_todo(4);
+    ASSERT_TRUE(one_of_each(run));
+    // A boundary reads the halos that its neighbours' pushes of the same step write: it must
+    // come after them (an order the other way round is no race, but reads old halos).
+    const schedule::Recorder& r = run.record;
+    for (std::size_t s = 0; s < run.push.size(); ++s) {
+      for (int g = 0; g < run.gpus; ++g) {
+        const int boundary = op(run.boundary, s, g);
+        for (const int p : {(g + run.gpus - 1) % run.gpus, (g + 1) % run.gpus}) {
+          EXPECT_TRUE(r.finishes_before(op(run.push, s, p), boundary))
+              << run.gpus << " GPUs: " << r.describe(boundary) << " reads a halo that "
+              << r.describe(op(run.push, s, p)) << " writes, and may run before that push "
+              << "has arrived" << concerns_todo(4);
+        }
+      }
+    }
+    // Every other pair of operations that share rows, one of them writing, must be ordered
+    // (whichever was issued first goes first).
+    const std::vector<std::string> races = r.races(run.step_begin.at(0));
+    EXPECT_TRUE(races.empty()) << "a ring of " << run.gpus << " GPUs, 4 steps: " << races.size()
+                               << " pairs of operations share rows without an order between "
+                                  "them (the README's table says who reads and writes which):"
+                               << first_of(races) << concerns_todo(4);
+  }
+}
+
+TEST(PeerToPeerRecorded, HaloStepHidesThePushesBehindTheInterior) {
+  for (const rec16::HaloRun& run : halo_runs()) {
+    ASSERT_EQ(run.threw, "") << run.gpus << " GPUs" << concerns_todo(4);
+    ASSERT_TRUE(one_of_each(run));
+    const schedule::Recorder& r = run.record;
+    for (std::size_t s = 0; s < run.push.size(); ++s) {
+      for (int g = 0; g < run.gpus; ++g) {
+        const int interior = op(run.interior, s, g);
+        for (const int p : {g, (g + run.gpus - 1) % run.gpus, (g + 1) % run.gpus}) {
+          const int push = op(run.push, s, p);
+          EXPECT_TRUE(r.may_overlap(push, interior))
+              << run.gpus << " GPUs: " << r.describe(interior) << " and " << r.describe(push)
+              << " cannot run at the same time (one waits for the other): the interior needs "
+                 "no halo, and the pushes must travel while it computes"
+              << concerns_todo(4);
+        }
+      }
+    }
+  }
+}
+
+TEST(PeerToPeerRecorded, HaloStepEventsMeanWhatTheHeaderSays) {
+  for (const rec16::HaloRun& run : halo_runs()) {
+    ASSERT_EQ(run.threw, "") << run.gpus << " GPUs" << concerns_todo(4);
+    ASSERT_TRUE(one_of_each(run));
+    const schedule::Recorder& r = run.record;
+    for (std::size_t s = 0; s < run.push.size(); ++s) {
+      for (int g = 0; g < run.gpus; ++g) {
+        const int computed = run.computed_record[s][static_cast<std::size_t>(g)];
+        const int sent = run.sent_record[s][static_cast<std::size_t>(g)];
+        const std::string where =
+            std::to_string(run.gpus) + " GPUs, after step " + std::to_string(s) + ": ";
+        EXPECT_TRUE(r.finishes_before(op(run.boundary, s, g), computed) &&
+                    r.finishes_before(op(run.interior, s, g), computed))
+            << where << "computed(" << g << ") can complete before GPU " << g
+            << "'s output of this step is complete" << concerns_todo(4);
+        EXPECT_TRUE(r.finishes_before(op(run.push, s, g), sent))
+            << where << "sent(" << g << ") can complete before GPU " << g
+            << "'s halos of this step have arrived" << concerns_todo(4);
+      }
+    }
+  }
+}
+
+TEST(PeerToPeerRecorded, HaloStepNeverWaitsOnTheHost) {
+  for (const rec16::HaloRun& run : halo_runs()) {
+    ASSERT_EQ(run.threw, "") << run.gpus << " GPUs" << concerns_todo(4);
+    for (std::size_t s = 0; s < run.step_begin.size(); ++s) {
+      for (int wait :
+           run.record.of_kind(schedule::Kind::host_wait, run.step_begin[s], run.step_end[s])) {
+        ADD_FAILURE() << "step " << s << ": the host waits: " << run.record.describe(wait)
+                      << concerns_todo(4);
+      }
+    }
+  }
 }
 
 // ---- GPU: two GPUs with peer access ----------------------------------------------------------

@@ -11,7 +11,7 @@
 //
 // Yours: peer access both ways (TODO 1), an SM copy that pulls or pushes over the link
 // (TODO 2), both directions at once (TODO 3), and one step of a halo exchange around a ring
-// of GPUs whose exchange hides behind the compute (TODO 4).
+// of GPUs whose exchange hides behind the compute (TODO 4, written, with one bug to find).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -44,14 +44,13 @@ PeerLink connect(int a, int b) {
   link.b = b;
   link.ab = query_direction(a, b);
   link.ba = query_direction(b, a);
-  int current = 0;
-  COURSE_CHECK(cudaGetDevice(&current));
+  const CurrentDeviceGuard keep_device;  // the caller's device again, on return or on a throw
   // TODO 1: afterwards peer access is enabled both ways: a's kernels and copies reach b's
   //         memory, and b's reach a's. link.ab.was_enabled and link.ba.was_enabled say
   //         whether that direction already was before this call. A second call succeeds and
   //         leaves no error behind (the runtime's last error reads as a success afterwards);
-  //         any other failure throws. The current device is restored below.
-  COURSE_CHECK(cudaSetDevice(current));
+  //         any other failure throws. Leave any device current: the guard above restores the
+  //         caller's.
   return link;
 }
 
@@ -83,20 +82,33 @@ void issue_both_directions(const BothWays& w, cudaStream_t stream_a) {
 
 void halo_step(HaloRing& ring) {
   const int n = ring.size();
-  // TODO 4: one step on every GPU of the ring: its halo pushes in its copy stream's order,
-  //         its interior and its boundary in its compute stream's, the pushes running while
-  //         the interior is computed. The README's table says which rows each of them reads
-  //         and writes. Afterwards, with the host waiting for nothing:
-  //         - no push reads rows its own GPU's previous step has not finished writing, nor
-  //           overwrites a halo that a neighbour may still be reading;
-  //         - no boundary reads a halo before both pushes into it have arrived;
-  //         - nothing of the next step overwrites rows that this step's pushes still read;
-  //         - each GPU's two events of the ring, once complete, mean what their comments in
-  //           peer_to_peer.cuh say (the next step's waits rely on that).
-  //         A wait sees the last record of its event issued before the wait: issue the
-  //         records and the waits so that every wait sees the step it is meant for.
-  //         The buffers are swapped after this region.
-  (void)n;
+  // TODO 4 (bug hunt): one step on every GPU of the ring, written, with one bug. On two GPUs
+  //         the ring's values differ from the CPU's from the first step on
+  //         (GpuPeerTest.HaloRingMatchesTheCpuOnEveryGpu); without a GPU, the schedule test
+  //         PeerToPeerRecorded.HaloStepOrdersEveryRowTwoOperationsShare names a boundary that
+  //         may read its halo before the push of the same step into it has arrived.
+  //         Contract of the fix (the README's table says which rows each operation reads
+  //         and writes): each GPU's halo pushes in its copy stream's order, its interior and
+  //         its boundary in its compute stream's, the pushes running while the interior is
+  //         computed; no push reads rows its own GPU's previous step has not finished
+  //         writing, nor overwrites a halo that a neighbour may still be reading; no
+  //         boundary reads a halo before both pushes into it have arrived; nothing of the
+  //         next step overwrites rows that this step's pushes still read; each GPU's two
+  //         events, once complete, mean what their comments in peer_to_peer.cuh say. The
+  //         host waits for nothing. The buffers are swapped after this region.
+  for (int g = 0; g < n; ++g) {
+    for (int peer : {g, ring.left(g), ring.right(g)}) {
+      COURSE_CHECK(cudaStreamWaitEvent(ring.copy_stream(g), ring.computed(peer), 0));
+    }
+    ring.push_halos(g);
+    COURSE_CHECK(cudaEventRecord(ring.sent(g), ring.copy_stream(g)));
+    ring.compute_interior(g);  // needs no halo: runs while the halos travel
+    for (int peer : {g, ring.left(g), ring.right(g)}) {
+      COURSE_CHECK(cudaStreamWaitEvent(ring.compute_stream(g), ring.sent(peer), 0));
+    }
+    ring.compute_boundary(g);
+    COURSE_CHECK(cudaEventRecord(ring.computed(g), ring.compute_stream(g)));
+  }
   ring.swap();
 }
 

@@ -11,10 +11,31 @@
 #include <string>
 #include <vector>
 
+#include "course/check.h"
 #include "course/launch.h"
 #include "halo_model.h"
 
 namespace peer_to_peer {
+
+/// Keeps the caller's current device: remembers it when made and makes it current again
+/// when it goes out of scope, however the scope ends (a return, or an exception thrown on
+/// the way). Every function of this lesson that promises to restore the current device makes
+/// one first:
+///
+///     const CurrentDeviceGuard keep_device;  // the caller's device is current again after
+///     COURSE_CHECK(cudaSetDevice(other));    // this scope, even if a call below throws
+class CurrentDeviceGuard {
+ public:
+  CurrentDeviceGuard() { COURSE_CHECK(cudaGetDevice(&device_)); }
+  /// Errors are ignored here: a destructor must not throw (setting the device that was
+  /// current moments ago does not fail in practice).
+  ~CurrentDeviceGuard() { (void)cudaSetDevice(device_); }
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+
+ private:
+  int device_ = 0;
+};
 
 // ---- Topology and peer access (TODO 1) -------------------------------------------------------
 
@@ -36,8 +57,8 @@ struct PeerLink {
 
 /// Queries the link between `a` and `b` in both directions and leaves peer access enabled
 /// both ways. May be called again: a second call succeeds, reports was_enabled, and leaves
-/// no error behind (the last error reads cudaSuccess afterwards). Restores the current device.
-/// Yours (TODO 1).
+/// no error behind (the last error reads cudaSuccess afterwards). The caller's current device
+/// is current again when it returns or throws. Yours (TODO 1).
 PeerLink connect(int a, int b);
 
 /// "GPU 0 -> GPU 1: access yes, performance rank 0, native atomics yes".

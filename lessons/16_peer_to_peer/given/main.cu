@@ -65,12 +65,10 @@ course::DeviceBuffer<std::uint32_t> buffer_on(int device, std::size_t words) {
 
 /// Poisons `bytes` bytes of `device`'s memory by that device itself, before a checked run.
 void poison_on(int device, void* data, std::size_t bytes) {
-  int current = 0;
-  COURSE_CHECK(cudaGetDevice(&current));
+  const peer_to_peer::CurrentDeviceGuard keep_device;
   COURSE_CHECK(cudaSetDevice(device));
   course::poison(data, bytes, 0);
   COURSE_CHECK(cudaDeviceSynchronize());
-  COURSE_CHECK(cudaSetDevice(current));
 }
 
 course::Comparison compare_prefix(const std::vector<std::uint32_t>& expected,

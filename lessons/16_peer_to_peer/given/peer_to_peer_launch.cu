@@ -193,14 +193,12 @@ course::Launch prepare_cp_async_copy(const void* src, void* dst, std::size_t byt
 // ---- Both directions: one stream on device b, an event on each device ------------------------
 
 BothWaysResources::BothWaysResources(int a, int b) : a_(a), b_(b) {
-  int current = 0;
-  COURSE_CHECK(cudaGetDevice(&current));
+  const CurrentDeviceGuard keep_device;
   COURSE_CHECK(cudaSetDevice(a));
   COURSE_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   COURSE_CHECK(cudaSetDevice(b));
   COURSE_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   COURSE_CHECK(cudaStreamCreateWithFlags(&stream_b_, cudaStreamNonBlocking));
-  COURSE_CHECK(cudaSetDevice(current));
 }
 
 BothWaysResources::~BothWaysResources() {
@@ -246,8 +244,7 @@ HaloRing::HaloRing(const std::vector<int>& devices, const halo::RingLayout& layo
   halo::validate(layout_);
   course::require(static_cast<int>(devices_.size()) == layout_.gpus, "HaloRing",
                   "one device per GPU of the layout");
-  int current = 0;
-  COURSE_CHECK(cudaGetDevice(&current));
+  const CurrentDeviceGuard keep_device;
   const int n = size();
   buffers_.assign(2 * n, nullptr);
   compute_.assign(n, nullptr);
@@ -264,7 +261,6 @@ HaloRing::HaloRing(const std::vector<int>& devices, const halo::RingLayout& layo
     COURSE_CHECK(cudaEventCreateWithFlags(&computed_[g], cudaEventDisableTiming));
     COURSE_CHECK(cudaEventCreateWithFlags(&sent_[g], cudaEventDisableTiming));
   }
-  COURSE_CHECK(cudaSetDevice(current));
 }
 
 HaloRing::~HaloRing() {
@@ -328,8 +324,7 @@ void HaloRing::load(const std::vector<std::uint32_t>& grid) {
   course::require(grid.size() == static_cast<std::size_t>(layout_.total_rows()) * w,
                   "HaloRing::load", "the grid is not total_rows x width");
   synchronize();
-  int current = 0;
-  COURSE_CHECK(cudaGetDevice(&current));
+  const CurrentDeviceGuard keep_device;
   current_ = 0;
   for (int g = 0; g < size(); ++g) {
     COURSE_CHECK(cudaSetDevice(devices_[g]));
@@ -343,7 +338,6 @@ void HaloRing::load(const std::vector<std::uint32_t>& grid) {
     COURSE_CHECK(cudaEventRecord(computed_[g], compute_[g]));
     COURSE_CHECK(cudaEventRecord(sent_[g], copy_[g]));
   }
-  COURSE_CHECK(cudaSetDevice(current));
 }
 
 std::vector<std::uint32_t> HaloRing::gather() const {

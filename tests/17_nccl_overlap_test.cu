@@ -1,6 +1,8 @@
 // Lesson 17 tests: built twice, against the starter (label `lesson`) and against the solution
 // (label `solution`). CPU suites: the unique id as hex, the bus-bandwidth convention, the
-// chunks, the flags, the engine model of two engines, the ranks' command line. GPU suites
+// chunks, the flags, the engine model of two engines, the ranks' command line, and the
+// exercise on a fake GPU and communicator (every TODO: what it asks of NCCL, which stream
+// each operation goes on, what each wait covers; tests/recorded/17_nccl_overlap.cu). GPU suites
 // (Gpu...) need two GPUs and skip otherwise: the exercise in one process (one thread per
 // rank, as separate processes would be), and the program itself with --quick.
 #include <gtest/gtest.h>
@@ -11,8 +13,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -28,6 +32,7 @@
 #include "nccl_overlap.cuh"
 #include "nccl_overlap_run.h"
 #include "read_through.h"
+#include "recorded/17_nccl_overlap.h"
 
 namespace {
 
@@ -174,6 +179,223 @@ TEST(Ranks, StartedRanksInheritNvlsOffAndReportTheirExitCodes) {
   EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", script}, 3, "ab")), 0);
   EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", "exit 3"}, 2, "ab")), 3);
   EXPECT_THROW(no::start_ranks("/nonexistent/17_nccl_overlap", {}, 2, "ab"), std::runtime_error);
+}
+
+// ---- CPU: the exercise on a fake GPU and a fake communicator ---------------------------------
+// tests/recorded/17_nccl_overlap.cu compiles this program's exercise file (the starter's or
+// the solution's) a second time against test doubles of the CUDA runtime and NCCL: what
+// init_communicator() asks of NCCL, and what the schedules issue to which stream, is recorded
+// with CUDA's ordering rules (tests/support/schedule_record.h). No GPU needed.
+
+namespace rec17 = course::testing::recorded17;
+namespace schedule = course::testing::schedule;
+
+/// The first few lines of `lines`, one per line, and how many more there are.
+std::string first_of(const std::vector<std::string>& lines, std::size_t shown = 3) {
+  std::string text;
+  for (std::size_t i = 0; i < lines.size() && i < shown; ++i) text += "\n  " + lines[i];
+  if (lines.size() > shown) text += "\n  (and " + std::to_string(lines.size() - shown) + " more)";
+  return text;
+}
+
+TEST(NcclSchedule, InitJoinsWithTheCallersIdRankAndSettings) {
+  const rec17::InitRun run = rec17::run_init(ncclSuccess);
+  ASSERT_EQ(run.threw, "") << concerns_todo(1);
+  ASSERT_EQ(run.calls.size(), 1u) << "init_communicator() must create one communicator, by one "
+                                     "call that every rank makes"
+                                  << concerns_todo(1);
+  const schedule::NcclInitCall& call = run.calls[0];
+  EXPECT_EQ(run.returned, run.made)
+      << "init_communicator() did not return the communicator NCCL made" << concerns_todo(1);
+  EXPECT_EQ(call.nranks, run.ranks) << "the number of ranks" << concerns_todo(1);
+  EXPECT_EQ(call.rank, run.rank) << "this rank" << concerns_todo(1);
+  EXPECT_EQ(std::memcmp(call.id.internal, run.id.internal, sizeof run.id.internal), 0)
+      << "the id NCCL was given is not rank 0's" << concerns_todo(1);
+  ASSERT_TRUE(call.has_config) << call.call << " takes no settings: the communicator must be "
+                               << "created with the caller's config" << concerns_todo(1);
+  EXPECT_EQ(call.config.maxCTAs, run.config.maxCTAs) << concerns_todo(1);
+  EXPECT_EQ(call.config.minCTAs, run.config.minCTAs) << concerns_todo(1);
+  EXPECT_EQ(call.config.magic, run.config.magic) << concerns_todo(1);
+}
+
+TEST(NcclSchedule, InitThrowsNcclErrorWhenNcclFails) {
+  const rec17::InitRun run = rec17::run_init(ncclInvalidUsage);
+  EXPECT_TRUE(run.threw_nccl_error)
+      << "NCCL answered ncclInvalidUsage; init_communicator() must throw NcclError"
+      << (run.threw.empty() ? std::string(", and it returned") : ", and it threw: " + run.threw)
+      << concerns_todo(1);
+}
+
+/// Whether each run enqueued, for every chunk, one collective (`layer`) and one GEMM
+/// (failures name the others).
+bool one_of_each(const rec17::LayerRun& run, const char* layer, int todo) {
+  bool complete = true;
+  for (std::size_t k = 0; k < run.call_begin.size(); ++k) {
+    for (int i = 0; i < run.chunks; ++i) {
+      const auto c = static_cast<std::size_t>(i);
+      for (const auto& [ops, what] :
+           {std::pair{&run.collective[k][c], layer}, std::pair{&run.gemm[k][c], "GEMM"}}) {
+        if (ops->size() != 1) {
+          ADD_FAILURE() << "run " << k << ": chunk " << i << "'s " << what << " was enqueued "
+                        << ops->size() << " times (once per run)" << concerns_todo(todo);
+          complete = false;
+        }
+      }
+    }
+  }
+  return complete;
+}
+
+/// What every overlapped schedule must show: each collective on streams.comm and each GEMM
+/// on the caller's stream, each inside one call of the timeline wrapper for its chunk and the
+/// stage of its kind, with the caller's timeline; no host wait; no event but those of
+/// `streams`, and none recorded twice in a run.
+void check_wrapped_and_on_their_streams(const rec17::LayerRun& run, ot::Stage stage, int todo) {
+  const schedule::Recorder& r = run.record;
+  for (std::size_t k = 0; k < run.call_begin.size(); ++k) {
+    for (int i = 0; i < run.chunks; ++i) {
+      const auto c = static_cast<std::size_t>(i);
+      for (const bool is_gemm : {false, true}) {
+        const int op = (is_gemm ? run.gemm : run.collective)[k][c][0];
+        const cudaStream_t want = is_gemm ? run.compute : run.comm;
+        EXPECT_TRUE(r.operations()[static_cast<std::size_t>(op)].stream == want)
+            << r.describe(op) << ": it belongs in the order of " << r.name_of(want)
+            << concerns_todo(todo);
+        const ot::Stage want_stage = is_gemm ? no::kGemmStage : stage;
+        bool inside = false;
+        for (const rec17::Wrapped& w : run.wrapped) {
+          inside |= w.first <= op && op < w.end && w.chunk == i && w.stage == want_stage &&
+                    w.stream == want && w.timeline_passed;
+        }
+        EXPECT_TRUE(inside) << r.describe(op) << " was not enqueued through the timeline wrapper "
+                            << "with the caller's timeline, chunk " << i << ", the stage of its "
+                            << "kind and its own stream" << concerns_todo(todo);
+      }
+    }
+    const int begin = run.call_begin[k], end = run.call_end[k];
+    for (int wait : r.of_kind(schedule::Kind::host_wait, begin, end)) {
+      ADD_FAILURE() << "run " << k << ": the host waits: " << r.describe(wait)
+                    << concerns_todo(todo);
+    }
+    std::map<cudaEvent_t, int> records;
+    for (int rec : r.of_kind(schedule::Kind::record, begin, end)) {
+      const cudaEvent_t e = r.operations()[static_cast<std::size_t>(rec)].event;
+      EXPECT_TRUE(std::find(run.events.begin(), run.events.end(), e) != run.events.end())
+          << r.describe(rec) << ": every handover has an event of its own in `streams`"
+          << concerns_todo(todo);
+      ++records[e];
+    }
+    for (const auto& [e, count] : records) {
+      EXPECT_EQ(count, 1) << "run " << k << ": " << r.name_of(e) << " is recorded " << count
+                          << " times in one run: each chunk's handover has an event of its own"
+                          << concerns_todo(todo);
+    }
+  }
+}
+
+TEST(NcclSchedule, AllGatherLayerWrapsEveryOperationOnItsStream) {
+  for (const int chunks : {1, 4}) {
+    const rec17::LayerRun run = rec17::run_allgather_layer(chunks, 2);
+    ASSERT_EQ(run.threw, "") << concerns_todo(2);
+    if (one_of_each(run, "all-gather", 2)) {
+      check_wrapped_and_on_their_streams(run, no::kGatherStage, 2);
+    }
+  }
+}
+
+TEST(NcclSchedule, AllGatherGemmWaitsForItsOwnChunkOnly) {
+  const rec17::LayerRun run = rec17::run_allgather_layer(4, 2);
+  ASSERT_EQ(run.threw, "") << concerns_todo(2);
+  ASSERT_TRUE(one_of_each(run, "all-gather", 2));
+  const schedule::Recorder& r = run.record;
+  const std::vector<std::string> races = r.races(run.call_begin[0]);
+  EXPECT_TRUE(races.empty()) << races.size() << " pairs of operations share bytes without an "
+                             << "order between them:" << first_of(races) << concerns_todo(2);
+  for (std::size_t k = 0; k < run.call_begin.size(); ++k) {
+    for (int i = 0; i < run.chunks; ++i) {
+      const int gemm = run.gemm[k][static_cast<std::size_t>(i)][0];
+      EXPECT_TRUE(r.finishes_before(run.collective[k][static_cast<std::size_t>(i)][0], gemm))
+          << r.describe(gemm) << " may start before its chunk's all-gather is done"
+          << concerns_todo(2);
+      for (int j = i + 1; j < run.chunks; ++j) {
+        const int later = run.collective[k][static_cast<std::size_t>(j)][0];
+        EXPECT_FALSE(r.finishes_before(later, gemm))
+            << r.describe(gemm) << " waits for " << r.describe(later)
+            << ": a chunk's GEMM waits for its own all-gather only, so that the next chunk's "
+               "all-gather runs while it computes"
+            << concerns_todo(2);
+      }
+      for (int j = 0; j < run.chunks; ++j) {
+        const int gather = run.collective[k][static_cast<std::size_t>(j)][0];
+        EXPECT_FALSE(r.finishes_before(gemm, gather))
+            << r.describe(gather) << " waits for " << r.describe(gemm)
+            << ": no all-gather waits for a GEMM" << concerns_todo(2);
+      }
+    }
+    // Whoever waits for `compute` waits for everything the run put on streams.comm.
+    for (int i = run.call_begin[k]; i < run.call_end[k]; ++i) {
+      if (r.operations()[static_cast<std::size_t>(i)].stream != run.comm) continue;
+      EXPECT_TRUE(r.finishes_before(i, run.caller_after[k]))
+          << "the caller's next work on compute may start before " << r.describe(i)
+          << " has finished" << concerns_todo(2);
+    }
+  }
+}
+
+TEST(NcclSchedule, ReduceScatterLayerWrapsEveryOperationOnItsStream) {
+  for (const int chunks : {1, 4}) {
+    const rec17::LayerRun run = rec17::run_reduce_scatter_layer(chunks, 2);
+    ASSERT_EQ(run.threw, "") << concerns_todos({3, 4});
+    if (one_of_each(run, "reduce-scatter", 3)) {
+      check_wrapped_and_on_their_streams(run, no::kScatterStage, 3);
+    }
+  }
+}
+
+TEST(NcclSchedule, ReduceScatterWaitsForItsGemmAndNoGemmWaits) {
+  const rec17::LayerRun run = rec17::run_reduce_scatter_layer(4, 2);
+  ASSERT_EQ(run.threw, "") << concerns_todos({3, 4});
+  ASSERT_TRUE(one_of_each(run, "reduce-scatter", 3));
+  const schedule::Recorder& r = run.record;
+  for (std::size_t k = 0; k < run.call_begin.size(); ++k) {
+    for (int i = 0; i < run.chunks; ++i) {
+      const int scatter = run.collective[k][static_cast<std::size_t>(i)][0];
+      EXPECT_TRUE(r.finishes_before(run.gemm[k][static_cast<std::size_t>(i)][0], scatter))
+          << r.describe(scatter) << " may start before its chunk's GEMM is done"
+          << concerns_todo(3);
+      for (int j = 0; j < run.chunks; ++j) {
+        const int gemm = run.gemm[k][static_cast<std::size_t>(j)][0];
+        EXPECT_FALSE(r.finishes_before(scatter, gemm))
+            << r.describe(gemm) << " waits for " << r.describe(scatter)
+            << ": no GEMM waits for a reduce-scatter" << concerns_todo(3);
+        if (j > i) {
+          EXPECT_FALSE(r.finishes_before(gemm, scatter))
+              << r.describe(scatter) << " waits for " << r.describe(gemm)
+              << ": chunk i's reduce-scatter runs while chunk i + 1's GEMM does"
+              << concerns_todo(3);
+        }
+      }
+    }
+  }
+}
+
+TEST(NcclSchedule, ReduceScatterLayerEndsWhenComputeEnds) {
+  const rec17::LayerRun run = rec17::run_reduce_scatter_layer(3, 2);
+  ASSERT_EQ(run.threw, "") << concerns_todos({3, 4});
+  const schedule::Recorder& r = run.record;
+  for (std::size_t k = 0; k < run.call_begin.size(); ++k) {
+    for (int i = run.call_begin[k]; i < run.call_end[k]; ++i) {
+      if (r.operations()[static_cast<std::size_t>(i)].stream != run.comm) continue;
+      EXPECT_TRUE(r.finishes_before(i, run.caller_after[k]))
+          << "run " << k << ": the caller synchronises `compute` alone, and " << r.describe(i)
+          << " may still be running then" << concerns_todo(4);
+    }
+  }
+  // Nothing the caller does next (read Z, the next run's GEMMs overwrite partial) meets a
+  // reduce-scatter still running.
+  const std::vector<std::string> races = r.races(run.call_begin[0]);
+  EXPECT_TRUE(races.empty()) << races.size() << " pairs of operations share bytes without an "
+                             << "order between them:" << first_of(races) << concerns_todos({3, 4});
 }
 
 // ---- GPU: the exercise in one process, one thread per rank -------------------------------------

@@ -61,6 +61,15 @@ void file_op(std::vector<std::vector<std::vector<int>>> course::testing::recorde
   steps[static_cast<std::size_t>(step)][static_cast<std::size_t>(g)].push_back(id);
 }
 
+/// Throws for a GPU the ring does not have (the real ring would index past its vectors).
+void check_gpu(const char* what, int g, int gpus) {
+  if (g < 0 || g >= gpus) {
+    throw std::out_of_range(std::string(what) + "(" + std::to_string(g) + "): a ring of " +
+                            std::to_string(gpus) + " GPUs has no GPU " + std::to_string(g));
+  }
+}
+
+/// "step 1: push_halos(2)".
 std::string step_name(const char* what, int g) {
   return "step " + std::to_string(schedule::active().round()) + ": " + what + "(" +
          std::to_string(g) + ")";
@@ -98,6 +107,7 @@ HaloRing::HaloRing(const std::vector<int>& devices, const halo::RingLayout& layo
 HaloRing::~HaloRing() = default;
 
 void HaloRing::push_halos(int g) {
+  check_gpu("push_halos", g, size());
   const int r = layout_.radius, rows = layout_.rows;
   const std::uint32_t* mine = buffer(g, current_);
   const int id = schedule::active().enqueue(
@@ -109,6 +119,7 @@ void HaloRing::push_halos(int g) {
 }
 
 void HaloRing::compute_interior(int g) {
+  check_gpu("compute_interior", g, size());
   const int r = layout_.radius, rows = layout_.rows;
   const int id = schedule::active().enqueue(
       compute_[g], step_name("compute_interior", g),
@@ -118,6 +129,7 @@ void HaloRing::compute_interior(int g) {
 }
 
 void HaloRing::compute_boundary(int g) {
+  check_gpu("compute_boundary", g, size());
   const int r = layout_.radius, rows = layout_.rows;
   const std::uint32_t* in = buffer(g, current_);
   std::uint32_t* out = buffer(g, current_ ^ 1);

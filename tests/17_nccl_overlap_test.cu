@@ -139,9 +139,11 @@ TEST(Settings, DefaultsQuickAndErrors) {
   no::complete_settings(run, options, 0, 0, 0, 0, 0, "", "");
   EXPECT_EQ(run.shape.shard_rows, 37);
   EXPECT_EQ(run.chunk_counts, (std::vector<int>{1, 3}));
-  EXPECT_EQ(no::parse_count_list("chunks", "8,2,2,4", 1, 8), (std::vector<int>{2, 4, 8}));
-  for (const char* bad : {"", ",", "1,", "0", "x", "1,,2", "65", "3a"}) {
-    EXPECT_THROW(no::parse_count_list("chunks", bad, 1, 64), course::UsageError) << bad;
+  no::complete_settings(run, options, 0, 0, 0, 0, 0, "8,2,2,4", "");
+  EXPECT_EQ(run.chunk_counts, (std::vector<int>{2, 4, 8}));
+  for (const char* bad : {",", "1,", "0", "x", "1,,2", "38", "3a"}) {  // 37 rows: at most 37
+    EXPECT_THROW(no::complete_settings(run, options, 0, 0, 0, 0, 0, bad, ""), course::UsageError)
+        << bad;
   }
   EXPECT_THROW(no::complete_settings(run, options, 5, 0, 0, 0, 0, "6", ""), course::UsageError);
   options.size = 4;

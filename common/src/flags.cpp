@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -58,6 +60,30 @@ void require_in_range(const std::string& flag, long long value, long long min, l
     throw UsageError("--" + flag + " must be in [" + std::to_string(min) + ", " +
                      std::to_string(max) + "], got " + std::to_string(value));
   }
+}
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int min,
+                                int max) {
+  const std::string error = "--" + flag + " expects integers in [" + std::to_string(min) + ", " +
+                            std::to_string(max) + "] separated by commas, got '" + text + "'";
+  // getline yields no item after a trailing comma: reject it here, as an empty item.
+  if (text.empty() || text.back() == ',') throw UsageError(error);
+  std::vector<int> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(item.c_str(), &end, 10);
+    const bool spaced = !item.empty() && std::isspace(static_cast<unsigned char>(item[0]));
+    if (item.empty() || spaced || *end != '\0' || errno == ERANGE || value < min || value > max) {
+      throw UsageError(error);
+    }
+    values.push_back(static_cast<int>(value));
+  }
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
 }
 
 FlagParser::FlagParser(std::string program, std::string description)

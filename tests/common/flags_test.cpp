@@ -8,6 +8,7 @@ namespace {
 
 using course::CommonOptions;
 using course::FlagParser;
+using course::parse_int_list;
 using course::require_in_range;
 using course::UsageError;
 
@@ -87,6 +88,21 @@ TEST(Flags, RequireInRangeNamesTheFlagTheRangeAndTheValue) {
     ADD_FAILURE() << "1 is outside [2, 8]";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "--stages must be in [2, 8], got 1");
+  }
+}
+
+TEST(Flags, IntListIsSortedUniqueAndInRange) {
+  EXPECT_EQ(parse_int_list("chunks", "4,1,2,4", 1, 8), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(parse_int_list("ctas", "0", 0, 64), (std::vector<int>{0}));
+  for (const char* bad :
+       {"", ",", "1,", ",1", "1,,2", "0", "9", "x", "1.5", " 1", "1 ", "99999999999999999999"}) {
+    EXPECT_THROW(parse_int_list("chunks", bad, 1, 8), UsageError) << "'" << bad << "'";
+  }
+  try {
+    parse_int_list("chunks", "1,", 1, 8);
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--chunks expects integers in [1, 8] separated by commas, got '1,'");
   }
 }
 

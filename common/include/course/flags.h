@@ -74,4 +74,9 @@ std::uint64_t parse_count(const std::string& flag, const std::string& text);
 /// range, never literals that repeat them.
 void require_in_range(const std::string& flag, long long value, long long min, long long max);
 
+/// "4,1,2,4" -> {1, 2, 4}: a flag's comma-separated integers, sorted and without repeats,
+/// each in [min, max]. Throws UsageError naming --FLAG for an empty list or item, a trailing
+/// comma, anything that is not an integer, or a value out of range.
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int min, int max);
+
 }  // namespace course

@@ -10,13 +10,13 @@
 #include <iostream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "course/buffers.h"
 #include "course/check.h"
 #include "course/data.h"
+#include "course/flags.h"
 #include "course/harness.h"
 #include "course/table.h"
 #include "course/timing.h"
@@ -45,23 +45,6 @@ constexpr double kMaxOfBound = 1.10;
 
 const std::vector<Order> kOrders = {Order::sequential, Order::per_chunk, Order::by_operation};
 const std::vector<Order> kAsyncOrders = {Order::per_chunk, Order::by_operation};
-
-std::vector<int> parse_chunk_list(const std::string& text) {
-  std::vector<int> chunks;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const long value = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || value < 1 || value > kMaxChunks) {
-      throw course::UsageError("--sweep expects chunk counts in [1, " + std::to_string(kMaxChunks) +
-                               "] separated by commas, got '" + text + "'");
-    }
-    chunks.push_back(static_cast<int>(value));
-  }
-  if (chunks.empty()) throw course::UsageError("--sweep expects at least one chunk count");
-  return chunks;
-}
 
 std::string chunks_text(int c) { return std::to_string(c) + (c == 1 ? " chunk" : " chunks"); }
 
@@ -110,8 +93,9 @@ void validate(Settings& s) {
     throw course::UsageError("--rounds must be at most " + std::to_string(kMaxRounds) + ", got " +
                              std::to_string(s.rounds));
   }
-  s.sweep = parse_chunk_list(!s.sweep_text.empty() ? s.sweep_text
-                                                   : (options.quick ? kQuickSweep : kDefaultSweep));
+  s.sweep = course::parse_int_list(
+      "sweep", !s.sweep_text.empty() ? s.sweep_text : (options.quick ? kQuickSweep : kDefaultSweep),
+      1, kMaxChunks);
   s.sweep.push_back(s.chunks);  // the timeline's chunk count is always a point of the sweep
   std::sort(s.sweep.begin(), s.sweep.end());
   s.sweep.erase(std::unique(s.sweep.begin(), s.sweep.end()), s.sweep.end());

@@ -271,35 +271,6 @@ course::Comparison compare_bitwise(cuda::std::span<const float> expected,
 // ---- The driver's part
 // ---------------------------------------------------------------------------
 
-namespace {
-
-/// "1,2,4" -> {1, 2, 4}: chunk counts sorted and without repeats, each in [1, most]. Throws
-/// course::UsageError for an empty item, a trailing comma or a count out of range.
-std::vector<int> parse_chunk_counts(const std::string& text, int most) {
-  std::vector<int> counts;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const long value = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || value < 1 || value > most) {
-      throw course::UsageError("--chunks expects chunk counts in [1, " + std::to_string(most) +
-                               "] (at most one chunk per row) separated by commas, got '" + text +
-                               "'");
-    }
-    counts.push_back(static_cast<int>(value));
-  }
-  if (counts.empty() || text.back() == ',') {
-    throw course::UsageError("--chunks expects chunk counts separated by commas, got '" + text +
-                             "'");
-  }
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  return counts;
-}
-
-}  // namespace
-
 StreamedSettings streamed_settings(int rows, int width, const std::string& chunk_list, bool quick) {
   if (rows < 0 || width < 0) throw course::UsageError("--rows and --width must be positive");
   StreamedSettings s;
@@ -315,7 +286,7 @@ StreamedSettings streamed_settings(int rows, int width, const std::string& chunk
   }
   const std::string text =
       !chunk_list.empty() ? chunk_list : (quick ? kQuickChunks : kDefaultChunks);
-  s.chunk_counts = parse_chunk_counts(text, std::min(s.rows, kMaxChunks));
+  s.chunk_counts = course::parse_int_list("chunks", text, 1, std::min(s.rows, kMaxChunks));
   return s;
 }
 

@@ -11,7 +11,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -138,25 +137,6 @@ std::vector<std::string> variant_names() {
           collective_name(Collective::all_reduce)};
 }
 
-std::vector<int> parse_count_list(const std::string& flag, const std::string& text, int lo,
-                                  int hi) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  const std::string what = "--" + flag + " expects counts in [" + std::to_string(lo) + ", " +
-                           std::to_string(hi) + "] separated by commas, got '" + text + "'";
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < lo || v > hi) throw course::UsageError(what);
-    out.push_back(static_cast<int>(v));
-  }
-  if (out.empty() || text.back() == ',') throw course::UsageError(what);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 namespace {
 
 /// A shape flag's value, or its default when the flag was not given (0): --quick's or the
@@ -184,10 +164,10 @@ void complete_settings(RunSettings& run, const course::CommonOptions& options, i
     throw course::UsageError("--rows x nranks x a width must be at most 2^30 floats");
   }
   run.chunk_counts =
-      parse_count_list("chunks", chunk_list.empty() ? (q ? "1,3" : "1,2,4,8") : chunk_list, 1,
-                       std::min(s.shard_rows, 64));
+      course::parse_int_list("chunks", chunk_list.empty() ? (q ? "1,3" : "1,2,4,8") : chunk_list, 1,
+                             std::min(s.shard_rows, 64));
   run.max_ctas =
-      parse_count_list("ctas", cta_list.empty() ? (q ? "0,2" : "0,16,4") : cta_list, 0, 64);
+      course::parse_int_list("ctas", cta_list.empty() ? (q ? "0,2" : "0,16,4") : cta_list, 0, 64);
   const std::uint64_t bytes = options.size != 0 ? options.size : (q ? 0 : kDefaultBytes);
   run.collective_count =
       bytes == 0 ? kQuickCount : static_cast<std::size_t>(bytes / (4ull * run.ranks));

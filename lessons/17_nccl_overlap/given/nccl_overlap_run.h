@@ -35,10 +35,6 @@ struct RunSettings {
 /// The --variant names: the three collectives.
 std::vector<std::string> variant_names();
 
-/// Parses "1,2,4" into sorted unique counts in [lo, hi]; throws course::UsageError naming
-/// `flag` for anything else (empty items, a trailing comma, a count out of range).
-std::vector<int> parse_count_list(const std::string& flag, const std::string& text, int lo, int hi);
-
 /// Fills `run` from the flags (0 or "" = the default, --quick's when options.quick): the
 /// shape, the chunk counts, the maxCTAs list and Part 1's count (options.size bytes, rounded
 /// down to a multiple of 4 x ranks). Throws course::UsageError; touches no CUDA API.

@@ -226,14 +226,7 @@ TEST(PeerToPeerSass, WideCopiesAndCpAsyncReachTheHardware) {
 
 namespace rec16 = course::testing::recorded16;
 namespace schedule = course::testing::schedule;
-
-/// The first few lines of `lines`, one per line, and how many more there are.
-std::string first_of(const std::vector<std::string>& lines, std::size_t shown = 3) {
-  std::string text;
-  for (std::size_t i = 0; i < lines.size() && i < shown; ++i) text += "\n  " + lines[i];
-  if (lines.size() > shown) text += "\n  (and " + std::to_string(lines.size() - shown) + " more)";
-  return text;
-}
+using schedule::first_of;
 
 std::string calls_of(const rec16::ConnectRun& run) {
   return "\nconnect() called:" + first_of(run.calls, 12);

@@ -191,14 +191,7 @@ TEST(Ranks, StartedRanksInheritNvlsOffAndReportTheirExitCodes) {
 
 namespace rec17 = course::testing::recorded17;
 namespace schedule = course::testing::schedule;
-
-/// The first few lines of `lines`, one per line, and how many more there are.
-std::string first_of(const std::vector<std::string>& lines, std::size_t shown = 3) {
-  std::string text;
-  for (std::size_t i = 0; i < lines.size() && i < shown; ++i) text += "\n  " + lines[i];
-  if (lines.size() > shown) text += "\n  (and " + std::to_string(lines.size() - shown) + " more)";
-  return text;
-}
+using schedule::first_of;
 
 TEST(NcclSchedule, InitJoinsWithTheCallersIdRankAndSettings) {
   const rec17::InitRun run = rec17::run_init(ncclSuccess);

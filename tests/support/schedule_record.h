@@ -30,6 +30,15 @@
 
 namespace course::testing::schedule {
 
+/// The first few lines of `lines`, one per line, and how many more there are (for a
+/// failure message that names what it found without flooding the log).
+inline std::string first_of(const std::vector<std::string>& lines, std::size_t shown = 3) {
+  std::string text;
+  for (std::size_t i = 0; i < lines.size() && i < shown; ++i) text += "\n  " + lines[i];
+  if (lines.size() > shown) text += "\n  (and " + std::to_string(lines.size() - shown) + " more)";
+  return text;
+}
+
 /// Bytes [first, last) of a buffer the recorder knows (Recorder::new_buffer), read or written.
 struct Access {
   int buffer = -1;  ///< index into Recorder::buffers(); -1: memory the recorder does not know

@@ -65,6 +65,27 @@ if(COURSE_WITH_SOLUTIONS)
 else()
   set(COURSE_LESSON_KINDS starter)
 endif()
+# The README's test run (the default preset) builds and tests the solutions only: the starters'
+# programs and test programs are a third of the build, and `./course check` builds a lesson's
+# starter when it checks it (in build/student, where this is ON). OFF leaves the starters'
+# targets out of `all` and registers no test that runs them.
+option(COURSE_BUILD_STARTERS "Build the starters' programs and tests with everything else" ON)
+if(NOT COURSE_WITH_SOLUTIONS)
+  set(COURSE_BUILD_STARTERS ON)  # a handout is the starters
+endif()
+
+# The kinds whose programs this build makes and tests: lessons run their own program checks
+# (usage errors, flag ranges) over course_lesson_programs()'s list.
+function(course_lesson_programs name out)
+  set(programs "")
+  if(COURSE_BUILD_STARTERS)
+    list(APPEND programs ${name})
+  endif()
+  if(COURSE_WITH_SOLUTIONS)
+    list(APPEND programs ${name}_solution)
+  endif()
+  set(${out} "${programs}" PARENT_SCOPE)
+endfunction()
 
 function(_course_lesson_target target lesson_dir)
   target_include_directories(${target} PUBLIC "${lesson_dir}" "${lesson_dir}/given")
@@ -335,6 +356,15 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
                                               course_test_main)
     add_dependencies(${test_exe} ${name}_${kind}_kernels)
     target_link_libraries(${test_exe} PRIVATE ${extra_objects})
+    if(kind STREQUAL "starter" AND NOT COURSE_BUILD_STARTERS)
+      # Made on demand only (./course check names them): out of `all`, and no test runs them.
+      set_target_properties(${exe} ${test_exe} ${name}_${kind}_kernels PROPERTIES
+                            EXCLUDE_FROM_ALL ON)
+      if(TARGET ${name}_${kind}_test_kernels)
+        set_target_properties(${name}_${kind}_test_kernels PROPERTIES EXCLUDE_FROM_ALL ON)
+      endif()
+      continue()
+    endif()
     course_discover_tests(${test_exe} "L${number}.${label}." "L${number};${label}")
 
     # Bad flags: usage on stderr and exit 2, before any CUDA call (any machine).
@@ -351,7 +381,11 @@ const char* cuda_architectures() { return \"${CMAKE_CUDA_ARCHITECTURES}\"; }
   endif()
 
   # integrity (GPU only): the starter's tests must fail, the solution's must pass.
-  foreach(expectation starter_fails solution_passes)
+  set(expectations solution_passes)
+  if(COURSE_BUILD_STARTERS)
+    list(PREPEND expectations starter_fails)
+  endif()
+  foreach(expectation IN LISTS expectations)
     if(expectation STREQUAL "starter_fails")
       set(args --expect fail $<TARGET_FILE:${name}_test>)
     else()

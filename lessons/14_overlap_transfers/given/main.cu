@@ -46,8 +46,6 @@ constexpr double kMaxOfBound = 1.10;
 const std::vector<Order> kOrders = {Order::sequential, Order::per_chunk, Order::by_operation};
 const std::vector<Order> kAsyncOrders = {Order::per_chunk, Order::by_operation};
 
-std::string chunks_text(int c) { return std::to_string(c) + (c == 1 ? " chunk" : " chunks"); }
-
 /// The command line: the common flags, lesson 14's own, and what validate() derives from them.
 struct Settings {
   course::CommonOptions options;
@@ -246,7 +244,8 @@ SweepResult run_sweep(Experiment& x) {
                                  {"d2h_ms", course::fixed(t.d2h, 6)}};
     };
     for (Order order : kAsyncOrders) {
-      const std::string name = std::string(ot::order_name(order)) + ", " + chunks_text(c);
+      const std::string name =
+          std::string(ot::order_name(order)) + ", " + course::count_text(c, "chunk");
       const course::Launch launch = ot::prepare_transfer_and_compute(order, x.job, c, x.streams);
       const std::string check = x.checked_run(name, launch);
       const double ms = x.time_ms(launch);
@@ -260,8 +259,9 @@ SweepResult run_sweep(Experiment& x) {
         r.best_name = name;
       }
     }
-    x.harness.record_sweep("model", params("bound"), "bound (any order), " + chunks_text(c),
-                           r.bound_of[c], x.bytes_both_ways(), "-");
+    x.harness.record_sweep("model", params("bound"),
+                           "bound (any order), " + course::count_text(c, "chunk"), r.bound_of[c],
+                           x.bytes_both_ways(), "-");
   }
   return r;
 }
@@ -272,7 +272,8 @@ void run_timeline(Experiment& x, const model::StageTimes& at_chunks) {
   const int chunks = x.s.chunks;
   std::vector<ot::TimelineRun> runs;
   for (Order order : kAsyncOrders) {
-    const std::string name = std::string(ot::order_name(order)) + ", " + chunks_text(chunks);
+    const std::string name =
+        std::string(ot::order_name(order)) + ", " + course::count_text(chunks, "chunk");
     ot::Timeline timeline;
     const std::string check = x.checked_run(
         name, ot::prepare_transfer_and_compute(order, x.job, chunks, x.streams, &timeline));

@@ -56,8 +56,6 @@ constexpr std::uint32_t kSeed = 1500;
 constexpr double kMinSpeedup = 1.80;
 constexpr double kMinOfBound = 0.90;
 
-std::string chunks_text(int c) { return std::to_string(c) + (c == 1 ? " chunk" : " chunks"); }
-
 /// [p, p + count floats) as addresses, for the overlap checks.
 struct Span {
   std::uintptr_t begin;
@@ -491,17 +489,17 @@ SweepOutcome run_sweep(StreamedPart& p, const model::Gpu& this_gpu) {
                        model::predict(this_gpu, ot::Order::sequential, 1, p.times[1]), p.flops,
                        "-");
   for (int c : p.settings.chunk_counts) {
-    const std::string what = "streamed, " + chunks_text(c);
+    const std::string what = "streamed, " + course::count_text(c, "chunk");
     const bool ok = p.checked_run(what, p.streamed[c], against_sequential);
     const double ms = p.time_ms(p.streamed[c]);
     harness.record_sweep("streamed", p.params(c, "streamed"), what, ms, p.flops, check_text(ok));
     r.bound_of[c] = shared_link_bound(c, p.times[c], p.both_ways_ms / c);
-    harness.record_sweep("streamed model", p.params(c, "streamed"), "model, " + chunks_text(c),
-                         model::predict(this_gpu, ot::Order::per_chunk, c, p.times[c]), p.flops,
-                         "-");
+    harness.record_sweep(
+        "streamed model", p.params(c, "streamed"), "model, " + course::count_text(c, "chunk"),
+        model::predict(this_gpu, ot::Order::per_chunk, c, p.times[c]), p.flops, "-");
     harness.record_sweep("streamed model", p.params(c, "bound"),
-                         "bound (any order, shared link), " + chunks_text(c), r.bound_of[c],
-                         p.flops, "-");
+                         "bound (any order, shared link), " + course::count_text(c, "chunk"),
+                         r.bound_of[c], p.flops, "-");
     if (ok && c >= 2 && ms < r.best_ms) {
       r.best_ms = ms;
       r.best = c;
@@ -518,8 +516,8 @@ void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string
   for (const bool chunked : {false, true}) {
     ot::Timeline timeline;
     const std::string order = chunked ? "streamed" : "sequential";
-    const std::string what =
-        chunked ? "streamed, " + chunks_text(timeline_chunks) : std::string("sequential");
+    const std::string what = chunked ? "streamed, " + course::count_text(timeline_chunks, "chunk")
+                                     : std::string("sequential");
     const auto compare = [&p, chunked] {
       return chunked ? p.against_sequential() : p.against_cublas();
     };
@@ -554,7 +552,7 @@ void add_streamed_targets(course::Harness& harness, const SweepOutcome& r, bool 
   }
   const double speedup = r.sequential_ms / r.best_ms;
   const double of_bound = r.bound_of.at(r.best) / r.best_ms;
-  const std::string who = "streamed (" + chunks_text(r.best) + ")";
+  const std::string who = "streamed (" + course::count_text(r.best, "chunk") + ")";
   harness.judged_target(who + " >= " + course::fixed(kMinSpeedup, 2) +
                             " x sequential (sequential time / streamed time)",
                         speedup >= kMinSpeedup, speedup);

@@ -279,11 +279,10 @@ void run_timeline(Experiment& x, const model::StageTimes& at_chunks) {
         name, ot::prepare_transfer_and_compute(order, x.job, chunks, x.streams, &timeline));
     runs.push_back({ot::order_name(order), timeline.read(),
                     model::simulate(model::issue_order(order, chunks, at_chunks), x.this_gpu)});
-    double end = 0;
-    for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
     x.harness.record_sweep(
         "timeline", {{"chunks", std::to_string(chunks)}, {"order", ot::order_name(order)}},
-        name + ", events around every operation", end, x.bytes_both_ways(), check);
+        name + ", events around every operation", ot::last_end_ms(runs.back().measured),
+        x.bytes_both_ways(), check);
   }
   if (!x.s.options.csv.empty()) {
     const std::string path = ot::timeline_csv_path(x.s.options.csv);

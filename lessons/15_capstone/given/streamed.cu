@@ -167,13 +167,6 @@ void copy_rows(float* dst, const float* src, RowRange range, int row_floats, cud
   COURSE_CHECK(cudaMemcpyAsync(dst + offset, src + offset, bytes, kind, stream));
 }
 
-void record_operation(ot::Timeline* timeline, int chunk, Stage stage, cudaStream_t stream,
-                      const std::function<void()>& enqueue_operation) {
-  if (timeline != nullptr) timeline->before(chunk, stage, stream);
-  enqueue_operation();
-  if (timeline != nullptr) timeline->after(stream);
-}
-
 // ---- Prepared runs
 // -------------------------------------------------------------------------------
 
@@ -531,10 +524,9 @@ void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string
          model::simulate(model::issue_order(chunked ? ot::Order::per_chunk : ot::Order::sequential,
                                             timeline_chunks, p.times[timeline_chunks]),
                          this_gpu)});
-    double end = 0;
-    for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
     p.harness.record_sweep("streamed timeline", p.params(timeline_chunks, order.c_str()),
-                           what + ", events around every operation", end, p.flops, check_text(ok));
+                           what + ", events around every operation",
+                           ot::last_end_ms(runs.back().measured), p.flops, check_text(ok));
   }
   if (!csv.empty()) {
     const std::string path = ot::timeline_csv_path(csv);

@@ -90,12 +90,11 @@ struct StreamedChunk {
 void copy_rows(float* dst, const float* src, RowRange range, int row_floats, cudaMemcpyKind kind,
                cudaStream_t stream);
 
-/// Enqueues `enqueue_operation` (one copy or one kernel launch on `stream`) between the two
-/// events of `timeline` that record operation `stage` of chunk `chunk`; without a timeline
-/// (nullptr) it only enqueues the operation.
-void record_operation(overlap_transfers::Timeline* timeline, int chunk,
-                      overlap_transfers::Stage stage, cudaStream_t stream,
-                      const std::function<void()>& enqueue_operation);
+/// record_operation(timeline, chunk, stage, stream, enqueue_operation) is lesson 14's
+/// (overlap_transfers.cuh): it enqueues `enqueue_operation` (one copy or one kernel launch on
+/// `stream`) between the two events of `timeline` that record operation `stage` of chunk
+/// `chunk`; without a timeline (nullptr) it only enqueues the operation.
+using overlap_transfers::record_operation;
 
 /// The exercise (capstone.cu). Enqueues chunk `chunk`'s three operations on `stream`, in
 /// stream order, each recorded in `timeline`: its rows of A, host -> device; its GEMM; its

@@ -238,13 +238,6 @@ OverlapStreams::~OverlapStreams() {
   if (comm != nullptr) cudaStreamDestroy(comm);
 }
 
-void record_operation(Timeline* timeline, int chunk, ot::Stage stage, cudaStream_t stream,
-                      const std::function<void()>& enqueue_operation) {
-  if (timeline != nullptr) timeline->before(chunk, stage, stream);
-  enqueue_operation();
-  if (timeline != nullptr) timeline->after(stream);
-}
-
 void all_gather(const Layers& layers, const LayerChunk& chunk, cudaStream_t stream) {
   if (chunk.recv_count == 0) return;
   COURSE_NCCL_CHECK(

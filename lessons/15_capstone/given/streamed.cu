@@ -36,20 +36,7 @@ using ot::Stage;
 
 const char* const kWhere = "capstone::streamed";
 
-// Part 2's defaults. k = n = 1024: per row, 4 KiB in, 4 KiB out and 2 M flops, so at
-// about 55 GB/s per copy direction and 35-45 TFLOP/s the GEMM takes 0.6-0.8 x a copy's
-// time: three stages of about the same length, as in lesson 14. 32768 rows: 128 MiB each way.
-constexpr int kDefaultRows = 32768;
-constexpr int kDefaultWidth = 1024;
-// --quick (tests, sanitizers): nothing a multiple of a tile, every chunk count awkward.
-constexpr int kQuickRows = 1000;
-constexpr int kQuickK = 100;
-constexpr int kQuickN = 52;
-const char* const kDefaultChunks = "1,2,4,8,16,32";
-const char* const kQuickChunks = "1,3,7";
-// The largest m or n any rung launches (rung 1's 32-row tiles, grid y <= 65535), and the
-// most floats of A or C a run may move.
-constexpr int kMaxDimension = 65535 * kSmemTile;
+// The most floats of A or C a run may move (Part 2's defaults and kMaxDimension: streamed.cuh).
 constexpr std::uint64_t kMaxFloats = 1ull << 30;
 constexpr std::uint32_t kSeed = 1500;
 // The two targets.

@@ -13,6 +13,10 @@ std::string fixed(double value, int digits) {
   return out.str();
 }
 
+std::string count_text(int count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";

@@ -160,6 +160,17 @@ class Timeline {
 /// later of its ready time and the end of the one before it on the same engine.
 void infer_engine_starts(std::vector<TimedOperation>& operations);
 
+/// Enqueues `enqueue_operation` (one copy, kernel launch or collective on `stream`) between
+/// the two events of `timeline` that record operation `stage` of chunk `chunk`; without a
+/// timeline (nullptr) it only enqueues the operation. The building block of every recorded
+/// schedule: issue_operation here, lesson 15's issue_chunk, lesson 17's layers.
+void record_operation(Timeline* timeline, int chunk, Stage stage, cudaStream_t stream,
+                      const std::function<void()>& enqueue_operation);
+
+/// When the last of `operations` (as Timeline::read returns them) ended: the whole run's
+/// time from its first ready operation, 0 for none.
+double last_end_ms(const std::vector<TimedOperation>& operations);
+
 // ---- Running ---------------------------------------------------------------------------
 
 /// Enqueues one operation: `stage` of chunk `chunk` of `chunks` (chunk_of) on `stream`,

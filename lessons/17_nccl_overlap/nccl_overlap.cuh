@@ -168,10 +168,10 @@ inline constexpr ot::Stage kGatherStage = ot::Stage::h2d;
 inline constexpr ot::Stage kGemmStage = ot::Stage::kernel;
 inline constexpr ot::Stage kScatterStage = ot::Stage::d2h;
 
-/// Enqueues one operation on `stream` between two timeline events (none when `timeline` is
-/// null). The building block of every schedule.
-void record_operation(Timeline* timeline, int chunk, ot::Stage stage, cudaStream_t stream,
-                      const std::function<void()>& enqueue_operation);
+/// record_operation(timeline, chunk, stage, stream, enqueue_operation), lesson 14's
+/// (overlap_transfers.cuh): enqueues one operation on `stream` between two timeline events
+/// (none when `timeline` is null). The building block of every schedule.
+using ot::record_operation;
 
 /// Enqueues chunk c's all-gather (ncclAllGather, chunk.recv_count floats per rank) or
 /// reduce-scatter (ncclReduceScatter, sum) on `stream`.

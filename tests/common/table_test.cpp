@@ -107,6 +107,13 @@ TEST(Table, SweepCsvPathSitsBesideTheMainCsv) {
   EXPECT_EQ(course::sweep_csv_path("results"), "results_sweep.csv");
 }
 
+TEST(Table, CountTextNamesTheNounInThePluralUnlessTheCountIsOne) {
+  EXPECT_EQ(course::count_text(1, "chunk"), "1 chunk");
+  EXPECT_EQ(course::count_text(4, "chunk"), "4 chunks");
+  EXPECT_EQ(course::count_text(0, "chunk"), "0 chunks");
+  EXPECT_EQ(course::count_text(2, "producer warp"), "2 producer warps");
+}
+
 TEST(Launch, StageCountDispatchesToTheCompileTimeCount) {
   const auto value_of = [](auto s) { return decltype(s)::value; };
   const auto dispatch = [&](int stages) { return course::with_stage_count<2, 8>(stages, value_of); };

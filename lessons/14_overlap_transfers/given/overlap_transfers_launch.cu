@@ -1,8 +1,9 @@
 // Lesson 14's launchers and plumbing: argument checks, the chunks, issue_operation (one
 // copy or kernel launch of one chunk), the streams with their fork and join events, the
-// timeline's events, the CPU reference and the timeline CSV. Read-only: the build compiles
-// this file in one unit with overlap_transfers.cu (yours, and separately the solution's),
-// which defines the kernel and the issue orders; overlap_transfers.cuh declares them.
+// timeline's events and record_operation (which lessons 15 and 17 record with too), the CPU
+// reference and the timeline CSV. Read-only: the build compiles this file in one unit with
+// overlap_transfers.cu (yours, and separately the solution's), which defines the kernel and
+// the issue orders; overlap_transfers.cuh declares them.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -221,6 +222,19 @@ void infer_engine_starts(std::vector<TimedOperation>& operations) {
   }
 }
 
+void record_operation(Timeline* timeline, int chunk, Stage stage, cudaStream_t stream,
+                      const std::function<void()>& enqueue_operation) {
+  if (timeline != nullptr) timeline->before(chunk, stage, stream);
+  enqueue_operation();
+  if (timeline != nullptr) timeline->after(stream);
+}
+
+double last_end_ms(const std::vector<TimedOperation>& operations) {
+  double end = 0;
+  for (const TimedOperation& op : operations) end = std::max(end, op.end_ms);
+  return end;
+}
+
 // ---- One operation, and the prepared launches --------------------------------------------------
 
 void issue_operation(Stage stage, const Job& job, int chunk, int chunks, cudaStream_t stream,
@@ -229,24 +243,24 @@ void issue_operation(Stage stage, const Job& job, int chunk, int chunks, cudaStr
   const Chunk part = chunk_of(job.n, chunks, chunk);
   if (part.count == 0) return;  // more chunks than elements: nothing to move
   const std::size_t bytes = part.count * sizeof(float);
-  if (timeline != nullptr) timeline->before(chunk, stage, stream);
-  switch (stage) {
-    case Stage::h2d:
-      COURSE_CHECK(cudaMemcpyAsync(job.device + part.first, job.host_in + part.first, bytes,
-                                   cudaMemcpyHostToDevice, stream));
-      break;
-    case Stage::kernel:
-      // As in the blog post: one thread per element of the chunk, at the chunk's offset.
-      trig_rounds_kernel<<<blocks_for(part.count, job.threads_per_block), job.threads_per_block, 0,
-                           stream>>>(job.device + part.first, part.count, job.rounds);
-      COURSE_CHECK_LAUNCH();
-      break;
-    case Stage::d2h:
-      COURSE_CHECK(cudaMemcpyAsync(job.host_out + part.first, job.device + part.first, bytes,
-                                   cudaMemcpyDeviceToHost, stream));
-      break;
-  }
-  if (timeline != nullptr) timeline->after(stream);
+  record_operation(timeline, chunk, stage, stream, [&] {
+    switch (stage) {
+      case Stage::h2d:
+        COURSE_CHECK(cudaMemcpyAsync(job.device + part.first, job.host_in + part.first, bytes,
+                                     cudaMemcpyHostToDevice, stream));
+        break;
+      case Stage::kernel:
+        // As in the blog post: one thread per element of the chunk, at the chunk's offset.
+        trig_rounds_kernel<<<blocks_for(part.count, job.threads_per_block), job.threads_per_block,
+                             0, stream>>>(job.device + part.first, part.count, job.rounds);
+        COURSE_CHECK_LAUNCH();
+        break;
+      case Stage::d2h:
+        COURSE_CHECK(cudaMemcpyAsync(job.host_out + part.first, job.device + part.first, bytes,
+                                     cudaMemcpyDeviceToHost, stream));
+        break;
+    }
+  });
 }
 
 course::Launch prepare_transfer_and_compute(Order order, const Job& job, int chunks,

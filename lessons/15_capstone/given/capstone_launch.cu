@@ -15,6 +15,7 @@
 #include "capstone_device.cuh"
 #include "capstone_register_staged.cuh"
 #include "course/check.h"
+#include "course/cublas_check.h"
 #include "course/device.h"
 #include "course/launch.h"
 #include "tensor_map.h"  // lesson 11: describing a matrix to the tensor memory accelerator
@@ -27,15 +28,6 @@ using Kernel = void (*)(int, int, int, float, const float*, const float*, float,
 constexpr const char* kWhere = "capstone::prepare_sgemm";
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
-/// Throws std::runtime_error naming the cuBLAS call and its status unless it succeeded.
-void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string("cuBLAS: ") + call +
-                             " failed: " + cublasGetStatusName(status) + " (" +
-                             cublasGetStatusString(status) + ")");
-  }
-}
 
 template <bool Vec>
 Kernel kernel_for(const Config& config) {
@@ -199,14 +191,14 @@ course::Launch prepare_cublas_sgemm(GemmShape shape, float alpha, const float* a
                   "A or B is null");
   if (empty_c) return [](cudaStream_t) {};
   cublasHandle_t raw = nullptr;
-  check_cublas(cublasCreate(&raw), "cublasCreate");
+  course::check_cublas(cublasCreate(&raw), "cublasCreate");
   std::shared_ptr<cublasContext> handle(raw, [](cublasHandle_t h) { cublasDestroy(h); });
   // fp32 on the CUDA cores: no TF32 (CUBLAS_DEFAULT_MATH never converts fp32 inputs).
-  check_cublas(cublasSetMathMode(raw, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  course::check_cublas(cublasSetMathMode(raw, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   return [=](cudaStream_t stream) {
-    check_cublas(cublasSetStream(handle.get(), stream), "cublasSetStream");
+    course::check_cublas(cublasSetStream(handle.get(), stream), "cublasSetStream");
     // Row-major C = A B is column-major C^T = B^T A^T: swap the operands, keep the shapes.
-    check_cublas(
+    course::check_cublas(
         cublasSgemm(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, shape.n, shape.m, shape.k, &alpha, b,
                     std::max(1, shape.n), a, std::max(1, shape.k), &beta, c, std::max(1, shape.n)),
         "cublasSgemm");

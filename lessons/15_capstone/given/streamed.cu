@@ -36,27 +36,12 @@ using ot::Stage;
 
 const char* const kWhere = "capstone::streamed";
 
-// Part 2's defaults. k = n = 1024: per row, 4 KiB in, 4 KiB out and 2 M flops, so at
-// about 55 GB/s per copy direction and 35-45 TFLOP/s the GEMM takes 0.6-0.8 x a copy's
-// time: three stages of about the same length, as in lesson 14. 32768 rows: 128 MiB each way.
-constexpr int kDefaultRows = 32768;
-constexpr int kDefaultWidth = 1024;
-// --quick (tests, sanitizers): nothing a multiple of a tile, every chunk count awkward.
-constexpr int kQuickRows = 1000;
-constexpr int kQuickK = 100;
-constexpr int kQuickN = 52;
-const char* const kDefaultChunks = "1,2,4,8,16,32";
-const char* const kQuickChunks = "1,3,7";
-// The largest m or n any rung launches (rung 1's 32-row tiles, grid y <= 65535), and the
-// most floats of A or C a run may move.
-constexpr int kMaxDimension = 65535 * kSmemTile;
+// The most floats of A or C a run may move (Part 2's defaults and kMaxDimension: streamed.cuh).
 constexpr std::uint64_t kMaxFloats = 1ull << 30;
 constexpr std::uint32_t kSeed = 1500;
 // The two targets.
 constexpr double kMinSpeedup = 1.80;
 constexpr double kMinOfBound = 0.90;
-
-std::string chunks_text(int c) { return std::to_string(c) + (c == 1 ? " chunk" : " chunks"); }
 
 /// [p, p + count floats) as addresses, for the overlap checks.
 struct Span {
@@ -167,13 +152,6 @@ void copy_rows(float* dst, const float* src, RowRange range, int row_floats, cud
   const std::size_t offset = static_cast<std::size_t>(range.first) * row_floats;
   const std::size_t bytes = static_cast<std::size_t>(range.count) * row_floats * sizeof(float);
   COURSE_CHECK(cudaMemcpyAsync(dst + offset, src + offset, bytes, kind, stream));
-}
-
-void record_operation(ot::Timeline* timeline, int chunk, Stage stage, cudaStream_t stream,
-                      const std::function<void()>& enqueue_operation) {
-  if (timeline != nullptr) timeline->before(chunk, stage, stream);
-  enqueue_operation();
-  if (timeline != nullptr) timeline->after(stream);
 }
 
 // ---- Prepared runs
@@ -491,17 +469,17 @@ SweepOutcome run_sweep(StreamedPart& p, const model::Gpu& this_gpu) {
                        model::predict(this_gpu, ot::Order::sequential, 1, p.times[1]), p.flops,
                        "-");
   for (int c : p.settings.chunk_counts) {
-    const std::string what = "streamed, " + chunks_text(c);
+    const std::string what = "streamed, " + course::count_text(c, "chunk");
     const bool ok = p.checked_run(what, p.streamed[c], against_sequential);
     const double ms = p.time_ms(p.streamed[c]);
     harness.record_sweep("streamed", p.params(c, "streamed"), what, ms, p.flops, check_text(ok));
     r.bound_of[c] = shared_link_bound(c, p.times[c], p.both_ways_ms / c);
-    harness.record_sweep("streamed model", p.params(c, "streamed"), "model, " + chunks_text(c),
-                         model::predict(this_gpu, ot::Order::per_chunk, c, p.times[c]), p.flops,
-                         "-");
+    harness.record_sweep(
+        "streamed model", p.params(c, "streamed"), "model, " + course::count_text(c, "chunk"),
+        model::predict(this_gpu, ot::Order::per_chunk, c, p.times[c]), p.flops, "-");
     harness.record_sweep("streamed model", p.params(c, "bound"),
-                         "bound (any order, shared link), " + chunks_text(c), r.bound_of[c],
-                         p.flops, "-");
+                         "bound (any order, shared link), " + course::count_text(c, "chunk"),
+                         r.bound_of[c], p.flops, "-");
     if (ok && c >= 2 && ms < r.best_ms) {
       r.best_ms = ms;
       r.best = c;
@@ -518,8 +496,8 @@ void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string
   for (const bool chunked : {false, true}) {
     ot::Timeline timeline;
     const std::string order = chunked ? "streamed" : "sequential";
-    const std::string what =
-        chunked ? "streamed, " + chunks_text(timeline_chunks) : std::string("sequential");
+    const std::string what = chunked ? "streamed, " + course::count_text(timeline_chunks, "chunk")
+                                     : std::string("sequential");
     const auto compare = [&p, chunked] {
       return chunked ? p.against_sequential() : p.against_cublas();
     };
@@ -533,10 +511,9 @@ void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string
          model::simulate(model::issue_order(chunked ? ot::Order::per_chunk : ot::Order::sequential,
                                             timeline_chunks, p.times[timeline_chunks]),
                          this_gpu)});
-    double end = 0;
-    for (const ot::TimedOperation& op : runs.back().measured) end = std::max(end, op.end_ms);
     p.harness.record_sweep("streamed timeline", p.params(timeline_chunks, order.c_str()),
-                           what + ", events around every operation", end, p.flops, check_text(ok));
+                           what + ", events around every operation",
+                           ot::last_end_ms(runs.back().measured), p.flops, check_text(ok));
   }
   if (!csv.empty()) {
     const std::string path = ot::timeline_csv_path(csv);
@@ -554,7 +531,7 @@ void add_streamed_targets(course::Harness& harness, const SweepOutcome& r, bool 
   }
   const double speedup = r.sequential_ms / r.best_ms;
   const double of_bound = r.bound_of.at(r.best) / r.best_ms;
-  const std::string who = "streamed (" + chunks_text(r.best) + ")";
+  const std::string who = "streamed (" + course::count_text(r.best, "chunk") + ")";
   harness.judged_target(who + " >= " + course::fixed(kMinSpeedup, 2) +
                             " x sequential (sequential time / streamed time)",
                         speedup >= kMinSpeedup, speedup);

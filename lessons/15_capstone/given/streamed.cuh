@@ -90,12 +90,11 @@ struct StreamedChunk {
 void copy_rows(float* dst, const float* src, RowRange range, int row_floats, cudaMemcpyKind kind,
                cudaStream_t stream);
 
-/// Enqueues `enqueue_operation` (one copy or one kernel launch on `stream`) between the two
-/// events of `timeline` that record operation `stage` of chunk `chunk`; without a timeline
-/// (nullptr) it only enqueues the operation.
-void record_operation(overlap_transfers::Timeline* timeline, int chunk,
-                      overlap_transfers::Stage stage, cudaStream_t stream,
-                      const std::function<void()>& enqueue_operation);
+/// record_operation(timeline, chunk, stage, stream, enqueue_operation) is lesson 14's
+/// (overlap_transfers.cuh): it enqueues `enqueue_operation` (one copy or one kernel launch on
+/// `stream`) between the two events of `timeline` that record operation `stage` of chunk
+/// `chunk`; without a timeline (nullptr) it only enqueues the operation.
+using overlap_transfers::record_operation;
 
 /// The exercise (capstone.cu). Enqueues chunk `chunk`'s three operations on `stream`, in
 /// stream order, each recorded in `timeline`: its rows of A, host -> device; its GEMM; its
@@ -169,11 +168,27 @@ struct StreamedSettings {
 /// The most chunks (and streams) of a run.
 inline constexpr int kMaxChunks = 256;
 
+/// Part 2's defaults. k = n = 1024: per row, 4 KiB in, 4 KiB out and 2 M flops, so at about
+/// 55 GB/s per copy direction and 35-45 TFLOP/s the GEMM takes 0.6-0.8 x a copy's time: three
+/// stages of about the same length, as in lesson 14. 32768 rows: 128 MiB each way.
+inline constexpr int kDefaultRows = 32768;
+inline constexpr int kDefaultWidth = 1024;
+inline constexpr const char* kDefaultChunks = "1,2,4,8,16,32";
+/// --quick (tests, sanitizers): nothing a multiple of a tile, every chunk count awkward.
+inline constexpr int kQuickRows = 1000;
+inline constexpr int kQuickK = 100;
+inline constexpr int kQuickN = 52;
+inline constexpr const char* kQuickChunks = "1,3,7";
+
+/// The largest m or n any rung launches: rung 1's 32-row tiles, at most 65535 blocks in y.
+inline constexpr int kMaxDimension = 65535 * kSmemTile;
+
 /// The settings of Part 2 from its flags (0 or "" = the default): `rows` rows (default
-/// 32768; --quick 1000), k = n = `width` (default 1024; --quick k = 100, n = 52), chunk
-/// counts from the comma-separated `chunk_list` (default 1,2,4,8,16,32; --quick 1,3,7).
-/// Throws course::UsageError for a chunk count outside [1, min(rows, kMaxChunks)], a list
-/// that does not parse, or rows x max(k, n) above 2^30 floats.
+/// kDefaultRows; --quick kQuickRows), k = n = `width` (default kDefaultWidth; --quick k =
+/// kQuickK, n = kQuickN), chunk counts from the comma-separated `chunk_list` (default
+/// kDefaultChunks; --quick kQuickChunks). Throws course::UsageError for rows or n above
+/// kMaxDimension, a chunk count outside [1, min(rows, kMaxChunks)], a list that does not
+/// parse, or rows x max(k, n) above 2^30 floats.
 StreamedSettings streamed_settings(int rows, int width, const std::string& chunk_list, bool quick);
 
 /// Part 2 through the driver's harness: the job on the device, cuBLAS on the whole problem

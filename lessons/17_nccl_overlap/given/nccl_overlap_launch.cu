@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "course/check.h"
+#include "course/cublas_check.h"
 #include "nccl_overlap.cuh"
 
 extern char** environ;
@@ -31,14 +32,6 @@ namespace nccl_overlap {
 namespace {
 
 constexpr const char* kWhere = "nccl_overlap";
-
-void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string("cuBLAS: ") + call +
-                             " failed: " + cublasGetStatusName(status) + " (" +
-                             cublasGetStatusString(status) + ")");
-  }
-}
 
 /// `batch` row-major GEMMs C_b (m x n) = A_b (m x k) B_b (k x n), with A_b = a + b a_stride,
 /// B_b = b + b b_stride, C_b = c + b c_stride (fp32, CUBLAS_DEFAULT_MATH): cuBLAS is
@@ -50,13 +43,13 @@ Gemm prepare_batched_sgemm(int m, int n, int k, const float* a, long long a_stri
   }
   if (m == 0) return [](cudaStream_t) {};  // an empty chunk: nothing to compute
   cublasHandle_t raw = nullptr;
-  check_cublas(cublasCreate(&raw), "cublasCreate");
+  course::check_cublas(cublasCreate(&raw), "cublasCreate");
   std::shared_ptr<cublasContext> handle(raw, [](cublasHandle_t h) { cublasDestroy(h); });
-  check_cublas(cublasSetMathMode(raw, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  course::check_cublas(cublasSetMathMode(raw, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   return [handle, m, n, k, a, a_stride, b, b_stride, c, c_stride, batch](cudaStream_t stream) {
     const float alpha = 1.0f, beta = 0.0f;
-    check_cublas(cublasSetStream(handle.get(), stream), "cublasSetStream");
-    check_cublas(
+    course::check_cublas(cublasSetStream(handle.get(), stream), "cublasSetStream");
+    course::check_cublas(
         cublasSgemmStridedBatched(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, n,
                                   b_stride, a, k, a_stride, &beta, c, n, c_stride, batch),
         "cublasSgemmStridedBatched");
@@ -243,13 +236,6 @@ OverlapStreams::~OverlapStreams() {
   if (ready != nullptr) cudaEventDestroy(ready);
   if (comm_done != nullptr) cudaEventDestroy(comm_done);
   if (comm != nullptr) cudaStreamDestroy(comm);
-}
-
-void record_operation(Timeline* timeline, int chunk, ot::Stage stage, cudaStream_t stream,
-                      const std::function<void()>& enqueue_operation) {
-  if (timeline != nullptr) timeline->before(chunk, stage, stream);
-  enqueue_operation();
-  if (timeline != nullptr) timeline->after(stream);
 }
 
 void all_gather(const Layers& layers, const LayerChunk& chunk, cudaStream_t stream) {

@@ -92,8 +92,6 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-std::string chunks_text(int c) { return std::to_string(c) + (c == 1 ? " chunk" : " chunks"); }
-
 /// Part 1: all-gather, reduce-scatter and all-reduce through the harness (rate = busbw).
 struct Part1 {
   std::size_t count;  // floats per rank's share
@@ -481,17 +479,18 @@ LayerResult run_layer(course::Harness& harness, Part2& p2, const RunSettings& ru
       gather_layer ? issue_allgather_overlapped(layers, list, p2.ovl, st)
                    : issue_reduce_scatter_overlapped(layers, list, p2.ovl, st);
     };
-    const std::string what = layer + ", overlapped, " + chunks_text(c);
+    const std::string what = layer + ", overlapped, " + course::count_text(c, "chunk");
     const bool ok = p2.checked(gather_layer, what, overlapped);
     r.ms[c] = time_ms(harness, overlapped);
     r.bound[c] = model::pipeline_bound(c, r.times[c]);
     harness.record_sweep(layer, params(c, "overlapped"), what, r.ms[c], bus_bytes,
                          ok ? "PASS" : "FAIL");
-    harness.record_sweep(layer + " model", params(c, "bound"), "engine bound, " + chunks_text(c),
-                         r.bound[c], bus_bytes, "-");
+    harness.record_sweep(layer + " model", params(c, "bound"),
+                         "engine bound, " + course::count_text(c, "chunk"), r.bound[c], bus_bytes,
+                         "-");
     const double coll_ms = gather_layer ? r.times[c].h2d : r.times[c].d2h;
-    std::cout << "  " << chunks_text(c) << ": collective " << course::fixed(coll_ms, 4)
-              << " ms + GEMM " << course::fixed(r.times[c].kernel, 4)
+    std::cout << "  " << course::count_text(c, "chunk") << ": collective "
+              << course::fixed(coll_ms, 4) << " ms + GEMM " << course::fixed(r.times[c].kernel, 4)
               << " ms per chunk alone; overlapped " << course::fixed(r.ms[c], 4) << " ms ("
               << course::fixed(flops / (r.ms[c] * 1e9), 1) << " TFLOP/s, "
               << course::fixed(r.sequential_ms / r.ms[c], 2) << " x sequential), bound "
@@ -645,13 +644,13 @@ void add_layer_targets(course::Harness& harness, const std::map<bool, LayerResul
     if (default_slowdown > 0) {  // the model with the GEMM as slow as it is beside a collective
       model::StageTimes slowed = r.times.at(r.best);
       slowed.kernel *= default_slowdown;
-      std::cout << "  " << layer << ", " << chunks_text(r.best) << ": engine bound "
+      std::cout << "  " << layer << ", " << course::count_text(r.best, "chunk") << ": engine bound "
                 << course::fixed(bound, 4) << " ms; with the GEMM "
                 << course::fixed(default_slowdown, 2) << " x slower (as beside a collective) "
                 << course::fixed(model::pipeline_bound(r.best, slowed), 4) << " ms; measured "
                 << course::fixed(ms, 4) << " ms\n";
     }
-    const std::string who = layer + " overlapped (" + chunks_text(r.best) + ")";
+    const std::string who = layer + " overlapped (" + course::count_text(r.best, "chunk") + ")";
     harness.judged_target(who + " >= " + course::fixed(kMinSpeedup, 2) +
                               " x sequential (sequential time / overlapped time)",
                           r.sequential_ms / ms >= kMinSpeedup, r.sequential_ms / ms);

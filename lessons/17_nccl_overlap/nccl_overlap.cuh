@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "course/launch.h"
+#include "course/nccl_check.h"
 #include "overlap_transfers.cuh"
 
 namespace nccl_overlap {
@@ -29,21 +30,9 @@ namespace ot = overlap_transfers;
 
 // ---- Errors ------------------------------------------------------------------------------
 
-/// An NCCL call failed; what() names the call, NCCL's reason, the file and the line.
-class NcclError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// Throws NcclError unless `result` is ncclSuccess. Use through COURSE_NCCL_CHECK.
-void check_nccl(ncclResult_t result, const char* call, const char* file, int line);
-
-}  // namespace nccl_overlap
-
-/// Checks an NCCL call: `COURSE_NCCL_CHECK(ncclAllGather(...));`
-#define COURSE_NCCL_CHECK(call) ::nccl_overlap::check_nccl((call), #call, __FILE__, __LINE__)
-
-namespace nccl_overlap {
+/// An NCCL call failed; what() names the call, NCCL's reason, the file and the line. It is
+/// what COURSE_NCCL_CHECK(call) throws (course/nccl_check.h, included above).
+using course::NcclError;
 
 // ---- The unique id between processes (CPU) -------------------------------------------------
 

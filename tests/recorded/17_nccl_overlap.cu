@@ -18,6 +18,7 @@
 #include "17_nccl_overlap.h"
 #include "course/check.h"
 #include "course/launch.h"
+#include "course/nccl_check.h"
 #include "overlap_transfers.cuh"
 #include "record_calls.h"
 
@@ -55,12 +56,6 @@ nccl_overlap::Timeline* g_timeline = nullptr;  // the timeline the scenario hand
 // ---- Doubles of the read-only rest of the lesson's API (given/nccl_overlap_launch.cu) -------
 
 namespace nccl_overlap {
-
-void check_nccl(ncclResult_t result, const char* call, const char* file, int line) {
-  if (result == ncclSuccess) return;
-  throw NcclError(std::string(call) + " failed: " + ncclGetErrorString(result) + " (" + file + ":" +
-                  std::to_string(line) + ")");
-}
 
 OverlapStreams::OverlapStreams(int) { not_recorded("OverlapStreams(chunks)"); }
 OverlapStreams::~OverlapStreams() = default;

@@ -1,4 +1,4 @@
-// Lesson 17's read-only plumbing: NCCL error checks, the unique id as text, nccl-tests' bus
+// Lesson 17's read-only plumbing: the unique id as text, nccl-tests' bus
 // bandwidth, the layers' chunks and their cuBLAS GEMMs, the collectives, the sequential
 // schedules, and starting the ranks of one host. Compiled in one unit with the exercise.
 #include <cublas_v2.h>
@@ -64,12 +64,6 @@ int hex_digit(char ch) {
 }
 
 }  // namespace
-
-void check_nccl(ncclResult_t result, const char* call, const char* file, int line) {
-  if (result == ncclSuccess) return;
-  throw NcclError(std::string("NCCL: ") + call + " failed: " + ncclGetErrorString(result) + " (" +
-                  file + ":" + std::to_string(line) + ")");
-}
 
 // ---- The unique id
 // -------------------------------------------------------------------------------

@@ -178,8 +178,8 @@ TEST(Ranks, StartedRanksInheritNvlsOffAndReportTheirExitCodes) {
   // its arguments. Every rank must see the launcher's NCCL_NVLS_ENABLE.
   const std::string script = std::string("test \"$NCCL_NVLS_ENABLE\" = \"") + value +
                              "\" || exit 5; test \"$1\" = 1 -o \"$1\" = 2 || exit 6; exit 0";
-  EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", script}, 3, "ab")), 0);
-  EXPECT_EQ(no::wait_ranks(no::start_ranks("/bin/sh", {"-c", "exit 3"}, 2, "ab")), 3);
+  EXPECT_EQ(no::start_ranks("/bin/sh", {"-c", script}, 3, "ab").wait(), 0);
+  EXPECT_EQ(no::start_ranks("/bin/sh", {"-c", "exit 3"}, 2, "ab").wait(), 3);
   EXPECT_THROW(no::start_ranks("/nonexistent/17_nccl_overlap", {}, 2, "ab"), std::runtime_error);
 }
 

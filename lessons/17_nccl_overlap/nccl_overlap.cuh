@@ -4,10 +4,11 @@
 ///
 /// The API the driver (main.cu) and the tests call. Where things live: the communicator
 /// set-up and the two overlapped schedules in nccl_overlap.cu (the exercise); the NCCL and
-/// cuBLAS plumbing, the layers' buffers, the sequential schedules, the rank launcher and
-/// the CPU helpers in nccl_overlap_launch.cu. The engine-queue model and the timeline come
-/// from lesson 14 (engine_model.h, overlap_transfers.cuh): the collective is one engine
-/// (the model's copy engine), the GEMM the other (its kernel engine).
+/// cuBLAS plumbing, the layers' buffers, the sequential schedules, the ranks' command lines
+/// and the CPU helpers in nccl_overlap_launch.cu; the NCCL check and the processes of the
+/// ranks in common/ (course/nccl_check.h, course/ranks.h). The engine-queue model and the
+/// timeline come from lesson 14 (engine_model.h, overlap_transfers.cuh): the collective is
+/// one engine (the model's copy engine), the GEMM the other (its kernel engine).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,6 +23,7 @@
 
 #include "course/launch.h"
 #include "course/nccl_check.h"
+#include "course/ranks.h"
 #include "overlap_transfers.cuh"
 
 namespace nccl_overlap {
@@ -199,25 +201,13 @@ void issue_reduce_scatter_sequential(const Layers& layers, const std::vector<Lay
 
 // ---- The ranks of one host (read-only) ---------------------------------------------------------
 
-/// Starts ranks 1 .. ranks - 1 of this program: `exe` with `args` plus --rank r --nranks n
-/// --nccl-id HEX, each with this process's environment (NCCL_NVLS_ENABLE included) and its
-/// stdout sent to /dev/null (rank 0 prints the report). Returns their process ids.
-std::vector<int> start_ranks(const std::string& exe, const std::vector<std::string>& args,
-                             int ranks, const std::string& id_hex);
+/// Starts ranks 1 .. ranks - 1 of this program (course/ranks.h): `exe` with `args` plus
+/// --rank r --nranks n --nccl-id HEX, each with this process's environment (NCCL_NVLS_ENABLE
+/// included) and its stdout sent to /dev/null (rank 0 prints the report).
+course::ranks::Started start_ranks(const std::string& exe, const std::vector<std::string>& args,
+                                   int ranks, const std::string& id_hex);
 /// The command line of rank r (what start_ranks passes): args + the three rank flags.
 std::vector<std::string> rank_command_line(const std::vector<std::string>& args, int rank,
                                            int ranks, const std::string& id_hex);
-/// Watches the started ranks from a thread: when one exits with a failure before the
-/// run ends, it kills the others and ends this process with that rank's exit code (a rank
-/// that never arrives would otherwise leave the others waiting in NCCL forever).
-void watch_ranks(const std::vector<int>& pids);
-/// Waits for every started rank; returns the first non-zero exit code (0 when all passed).
-int wait_ranks(const std::vector<int>& pids);
-/// Ends the started ranks (SIGTERM) and reaps them: rank 0 failed, and a rank waiting for it
-/// inside a collective would wait forever.
-void stop_ranks(const std::vector<int>& pids);
-/// In a started rank: ask the kernel to end this process when its parent (rank 0 or the
-/// launcher) dies, so that no rank outlives a crashed run. Linux only; a no-op elsewhere.
-void end_with_parent();
 
 }  // namespace nccl_overlap

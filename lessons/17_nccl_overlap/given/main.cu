@@ -4,9 +4,6 @@
 // collectives' bus bandwidth against a peer copy; Part 2: the two tensor-parallel layers,
 // sequential and overlapped, checked against one-GPU cuBLAS; the SM cost of overlap; the
 // engine-queue bound; the targets.
-#include <unistd.h>
-
-#include <climits>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,19 +11,12 @@
 #include "course/check.h"
 #include "course/harness.h"
 #include "course/multi_gpu.h"
+#include "course/ranks.h"
 #include "nccl_overlap.cuh"
 #include "nccl_overlap_run.h"
 
 namespace {
 constexpr const char* kLesson = "17_nccl_overlap";
-
-std::string own_executable(const char* argv0) {
-  char path[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) return argv0;
-  path[n] = '\0';
-  return path;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,23 +73,18 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> args(argv + 1, argv + argc);
   auto body = [&](const course::DeviceSummary& gpu) {
-    std::vector<int> pids;
+    course::ranks::Started others;  // an exception stops them: they would wait for this rank
     if (run.launcher) {
       course::open_devices(run.ranks, "lesson 17 (one process per GPU)", run.first_device);
       COURSE_NCCL_CHECK(ncclGetUniqueId(&id));
-      pids = no::start_ranks(own_executable(argv[0]), args, run.ranks, no::encode_unique_id(id));
-      no::watch_ranks(pids);
+      others = no::start_ranks(course::ranks::own_executable(argv[0]), args, run.ranks,
+                               no::encode_unique_id(id));
+      others.watch();
     }
-    if (!run.launcher) no::end_with_parent();
-    int code = 0;
-    try {
-      course::Harness harness(kLesson, options, gpu);
-      code = no::run_lesson(harness, gpu, options, run, id);
-    } catch (...) {
-      no::stop_ranks(pids);  // they would wait for this rank forever
-      throw;
-    }
-    const int ranks_code = run.launcher ? no::wait_ranks(pids) : 0;
+    if (!run.launcher) course::ranks::end_with_parent();
+    course::Harness harness(kLesson, options, gpu);
+    const int code = no::run_lesson(harness, gpu, options, run, id);
+    const int ranks_code = others.wait();
     return code != 0 ? code : (ranks_code == 0 ? 0 : 1);
   };
   return course::run_driver(flags, argc, argv, options, body, validate);

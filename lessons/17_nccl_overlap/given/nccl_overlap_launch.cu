@@ -1,37 +1,24 @@
-// Lesson 17's read-only plumbing: the unique id as text, nccl-tests' bus
-// bandwidth, the layers' chunks and their cuBLAS GEMMs, the collectives, the sequential
-// schedules, and starting the ranks of one host. Compiled in one unit with the exercise.
+// Lesson 17's read-only plumbing: the unique id as text, nccl-tests' bus bandwidth, the
+// layers' chunks and their cuBLAS GEMMs, the collectives, the sequential schedules, and the
+// command lines of the ranks of one host (course/ranks.h starts them). Compiled in one unit
+// with the exercise.
 #include <cublas_v2.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/prctl.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "course/check.h"
 #include "course/cublas_check.h"
+#include "course/ranks.h"
 #include "nccl_overlap.cuh"
-
-extern char** environ;
 
 namespace nccl_overlap {
 namespace {
 
 constexpr const char* kWhere = "nccl_overlap";
+constexpr const char* kProgram = "17_nccl_overlap";  // what messages about its ranks begin with
 
 /// `batch` row-major GEMMs C_b (m x n) = A_b (m x k) B_b (k x n), with A_b = a + b a_stride,
 /// B_b = b + b b_stride, C_b = c + b c_stride (fp32, CUBLAS_DEFAULT_MATH): cuBLAS is
@@ -56,44 +43,18 @@ Gemm prepare_batched_sgemm(int m, int n, int k, const float* a, long long a_stri
   };
 }
 
-int hex_digit(char ch) {
-  if (ch >= '0' && ch <= '9') return ch - '0';
-  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 // ---- The unique id
 // -------------------------------------------------------------------------------
 
 std::string encode_unique_id(const ncclUniqueId& id) {
-  static const char* const kDigits = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * sizeof id.internal);
-  for (char byte : id.internal) {
-    const auto u = static_cast<unsigned char>(byte);
-    hex += kDigits[u >> 4];
-    hex += kDigits[u & 15];
-  }
-  return hex;
+  return course::ranks::to_hex(id.internal, sizeof id.internal);
 }
 
 ncclUniqueId decode_unique_id(const std::string& hex) {
   ncclUniqueId id{};
-  if (hex.size() != 2 * sizeof id.internal) {
-    throw std::invalid_argument("an NCCL unique id is " + std::to_string(2 * sizeof id.internal) +
-                                " hex digits, got " + std::to_string(hex.size()));
-  }
-  for (std::size_t i = 0; i < sizeof id.internal; ++i) {
-    const int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) {
-      throw std::invalid_argument("an NCCL unique id has hex digits only, got '" +
-                                  hex.substr(2 * i, 2) + "' at " + std::to_string(2 * i));
-    }
-    id.internal[i] = static_cast<char>(hi * 16 + lo);
-  }
+  course::ranks::from_hex(hex, id.internal, sizeof id.internal, "an NCCL unique id");
   return id;
 }
 
@@ -282,94 +243,11 @@ std::vector<std::string> rank_command_line(const std::vector<std::string>& args,
   return line;
 }
 
-std::vector<int> start_ranks(const std::string& exe, const std::vector<std::string>& args,
-                             int ranks, const std::string& id_hex) {
-  std::vector<int> pids;
-  for (int r = 1; r < ranks; ++r) {
-    std::vector<std::string> line = rank_command_line(args, r, ranks, id_hex);
-    line.insert(line.begin(), exe);
-    std::vector<char*> argv;
-    for (std::string& s : line) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    pid_t pid = 0;
-    // `environ` carries NCCL_NVLS_ENABLE=0 (course::set_nccl_nvls_off() ran before): the rank
-    // inherits it.
-    const int status = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (status != 0) {
-      for (int p : pids) kill(p, SIGTERM);
-      throw std::runtime_error("could not start rank " + std::to_string(r) + " (" + exe +
-                               "): " + std::strerror(status));
-    }
-    pids.push_back(pid);
-  }
-  return pids;
-}
-
-namespace {
-std::atomic<bool> g_ranks_done{false};
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-}  // namespace
-
-void watch_ranks(const std::vector<int>& pids) {
-  std::thread([pids] {
-    while (!g_ranks_done.load()) {
-      for (std::size_t i = 0; i < pids.size(); ++i) {
-        int status = 0;
-        // WNOWAIT: leave the exit status for wait_ranks().
-        siginfo_t info{};
-        if (waitid(P_PID, static_cast<id_t>(pids[i]), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-            info.si_pid != 0) {
-          status = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
-          if (status != 0 && !g_ranks_done.load()) {
-            std::fprintf(stderr,
-                         "17_nccl_overlap: rank %zu exited with code %d before the run ended; "
-                         "stopping the other ranks\n",
-                         i + 1, status);
-            for (int p : pids) kill(p, SIGTERM);
-            std::_Exit(status == 77 ? 77 : 1);
-          }
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }).detach();
-}
-
-int wait_ranks(const std::vector<int>& pids) {
-  g_ranks_done.store(true);
-  int first = 0;
-  for (std::size_t i = 0; i < pids.size(); ++i) {
-    int status = 0;
-    if (waitpid(pids[i], &status, 0) < 0) continue;
-    const int code = exit_code_of(status);
-    if (code != 0) {
-      std::cerr << "17_nccl_overlap: rank " << i + 1 << " exited with code " << code << "\n";
-      if (first == 0) first = code;
-    }
-  }
-  return first;
-}
-
-void stop_ranks(const std::vector<int>& pids) {
-  g_ranks_done.store(true);
-  for (int p : pids) kill(p, SIGTERM);
-  for (int p : pids) {
-    int status = 0;
-    waitpid(p, &status, 0);
-  }
-}
-
-void end_with_parent() {
-#ifdef __linux__
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-#endif
+course::ranks::Started start_ranks(const std::string& exe, const std::vector<std::string>& args,
+                                   int ranks, const std::string& id_hex) {
+  std::vector<std::vector<std::string>> lines;
+  for (int r = 1; r < ranks; ++r) lines.push_back(rank_command_line(args, r, ranks, id_hex));
+  return course::ranks::Started(kProgram, exe, lines);
 }
 
 }  // namespace nccl_overlap

@@ -30,7 +30,7 @@
 #include "course/multi_gpu.h"
 #include "gpu_test.h"
 #include "nccl_overlap.cuh"
-#include "nccl_overlap_run.h"
+#include "nccl_overlap_driver.h"
 #include "read_through.h"
 #include "recorded/17_nccl_overlap.h"
 
@@ -116,11 +116,13 @@ TEST(Chunks, CoverTheShardOnceWithSizesWithinOne) {
 }
 
 TEST(Settings, DefaultsQuickAndErrors) {
-  course::CommonOptions options;
-  no::RunSettings run;
-  no::complete_settings(run, options, 0, 0, 0, 0, 0, "", "");
+  namespace driver = no::driver;
+  driver::Settings settings;
+  driver::Plan run = driver::plan_of(settings);
+  EXPECT_TRUE(run.launcher);
   EXPECT_EQ(run.shape.rows(), 2 * 8192);
   EXPECT_EQ(run.chunk_counts, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(run.timeline_chunks, 4);
   EXPECT_EQ(run.collective_count, (256u << 20) / 8);
   // The default layers are balanced: at 250 GB/s bus bandwidth and 50 TFLOP/s (two H100s)
   // each collective and its GEMM take about the same time (within 20 %).
@@ -135,19 +137,45 @@ TEST(Settings, DefaultsQuickAndErrors) {
   const double scatter_gemm_s = no::reduce_scatter_layer_flops(s) / 50e12;
   EXPECT_LT(std::max(gather_s, gather_gemm_s) / std::min(gather_s, gather_gemm_s), 1.2);
   EXPECT_LT(std::max(scatter_s, scatter_gemm_s) / std::min(scatter_s, scatter_gemm_s), 1.2);
-  options.quick = true;
-  no::complete_settings(run, options, 0, 0, 0, 0, 0, "", "");
+  settings.options.quick = true;
+  run = driver::plan_of(settings);
   EXPECT_EQ(run.shape.shard_rows, 37);
   EXPECT_EQ(run.chunk_counts, (std::vector<int>{1, 3}));
-  no::complete_settings(run, options, 0, 0, 0, 0, 0, "8,2,2,4", "");
-  EXPECT_EQ(run.chunk_counts, (std::vector<int>{2, 4, 8}));
+  EXPECT_EQ(run.timeline_chunks, 3);
+  settings.chunk_list = "8,2,2,4";
+  EXPECT_EQ(driver::plan_of(settings).chunk_counts, (std::vector<int>{2, 4, 8}));
   for (const char* bad : {",", "1,", "0", "x", "1,,2", "38", "3a"}) {  // 37 rows: at most 37
-    EXPECT_THROW(no::complete_settings(run, options, 0, 0, 0, 0, 0, bad, ""), course::UsageError)
-        << bad;
+    settings.chunk_list = bad;
+    EXPECT_THROW(driver::plan_of(settings), course::UsageError) << bad;
   }
-  EXPECT_THROW(no::complete_settings(run, options, 5, 0, 0, 0, 0, "6", ""), course::UsageError);
-  options.size = 4;
-  EXPECT_THROW(no::complete_settings(run, options, 0, 0, 0, 0, 0, "", ""), course::UsageError);
+  settings.shard_rows = 5;
+  settings.chunk_list = "6";
+  EXPECT_THROW(driver::plan_of(settings), course::UsageError);
+  settings.shard_rows = 0;
+  settings.chunk_list = "";
+  settings.options.size = 4;
+  EXPECT_THROW(driver::plan_of(settings), course::UsageError);
+}
+
+TEST(Settings, AStartedRankDrivesItsOwnGpuAndWritesNoCsv) {
+  namespace driver = no::driver;
+  driver::Settings settings;
+  settings.options.device = 2;
+  settings.options.csv = "out.csv";
+  settings.ranks = 4;
+  settings.rank = 3;
+  settings.id_hex = std::string(2 * NCCL_UNIQUE_ID_BYTES, 'a');
+  const driver::Plan run = driver::plan_of(settings);
+  EXPECT_FALSE(run.launcher);
+  EXPECT_EQ(run.rank, 3);
+  EXPECT_EQ(run.first_device, 2);
+  EXPECT_EQ(run.options.device, 5);
+  EXPECT_EQ(run.options.csv, "");
+  EXPECT_EQ(static_cast<unsigned char>(run.id.internal[0]), 0xaa);
+  settings.rank = 4;  // not below --nranks
+  EXPECT_THROW(driver::plan_of(settings), course::UsageError);
+  settings.rank = -1;  // an id without a rank
+  EXPECT_THROW(driver::plan_of(settings), course::UsageError);
 }
 
 TEST(EngineModel, TwoEnginesBoundAndSchedule) {

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cg_memcpy_async.cuh"
 #include "course/harness.h"
+#include "course/launch.h"
 #include "course/problem.h"
 #include "course/workload.h"
 #include "register_staged.cuh"
@@ -118,14 +120,13 @@ void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
               << " per SM; at most " << resident << " fit), batch of "
               << register_staged::batch_elements(spec.granularity, kThreads) << " elements, "
               << shared_bytes_of(spec) / 1024 << " KB of shared memory per block\n";
-    harness.run(w.checked(
-        spec.name,
+    course::Launch launch =
         spec.kernel == Kernel::register_staged
             ? register_staged::prepare_copy_and_compute(w.in.cspan(), w.out.span(),
                                                         spec.granularity, shape)
-            : cg_memcpy_async::prepare_copy_and_compute(w.in.cspan(), w.out.span(),
-                                                        spec.granularity,
-                                                        buffering_of(spec.kernel), shape)));
+            : cg_memcpy_async::prepare_copy_and_compute(
+                  w.in.cspan(), w.out.span(), spec.granularity, buffering_of(spec.kernel), shape);
+    harness.run(w.checked(spec.name, std::move(launch)));
   }
 }
 

@@ -81,6 +81,15 @@ TEST(Flags, BytesTextUsesTheLargestWholeBinaryUnit) {
   EXPECT_EQ(course::bytes_text(100), "100 bytes");
 }
 
+TEST(Flags, NamesOfATableAreItsNamesInOrder) {
+  struct Spec {
+    const char* name;
+    int value;
+  };
+  const Spec specs[] = {{"fine", 1}, {"coarse", 2}};
+  EXPECT_EQ(course::names_of(specs), (std::vector<std::string>{"fine", "coarse"}));
+}
+
 TEST(Flags, UnknownFlagIsAUsageError) {
   EXPECT_THROW(parse({"--bogus"}), UsageError);
   EXPECT_THROW(parse({"bogus"}), UsageError);

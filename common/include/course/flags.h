@@ -66,6 +66,15 @@ class FlagParser {
   std::vector<Flag> flags_;
 };
 
+/// The names of `specs` (anything whose elements have a `name`: a lesson's table of variants),
+/// in order: what --variant accepts.
+template <class Specs>
+std::vector<std::string> names_of(const Specs& specs) {
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.emplace_back(spec.name);
+  return names;
+}
+
 /// Parses "123", "64K", "3M", "1G" into a count; throws UsageError on anything else.
 std::uint64_t parse_count(const std::string& flag, const std::string& text);
 

@@ -14,12 +14,12 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 using register_staged::Granularity;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
 constexpr std::uint32_t kSeed = 1;
 constexpr const char* kLesson = "01_register_staged";
 
@@ -104,18 +104,8 @@ void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
   }
 }
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  return names;
-}
-
 void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(kVariants));
   flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
                 "blocks per SM for 'fine' and 'coarse' (default 0: as many as fit)");
 }

@@ -21,11 +21,11 @@ namespace {
 
 using cg_memcpy_async::Buffering;
 using cg_memcpy_async::Granularity;
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
 constexpr std::uint32_t kSeed = 2;
 constexpr const char* kLesson = "02_cg_memcpy_async";
 
@@ -149,18 +149,8 @@ std::size_t shared_bytes_of(const VariantSpec& spec) {
   return cg_memcpy_async::shared_bytes(spec.granularity, buffering_of(spec.kernel), kThreads);
 }
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  return names;
-}
-
 void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(kVariants));
   flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
                 "blocks per SM for the variants at full occupancy (default 0: as many as fit)");
 }

@@ -21,11 +21,11 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using cuda_barrier::Kernel;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: a partial last batch
 constexpr int kDefaultStages = 4;
 constexpr std::uint32_t kSeed = 1;
 constexpr const char* kLesson = "03_cuda_barrier";
@@ -256,8 +256,7 @@ void run_other_stage_counts(course::Harness& harness, Workload& w, const Plan& p
 }
 
 std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
+  std::vector<std::string> names = course::names_of(kVariants);
   names.emplace_back(kBrokenVariant.name);
   return names;
 }
@@ -267,11 +266,7 @@ void add_flags(course::FlagParser& flags, Settings& s) {
   for (int stages = cuda_barrier::kMinStages; stages <= cuda_barrier::kMaxStages; ++stages) {
     stage_counts.push_back(std::to_string(stages));
   }
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), variant_names());
   flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
                 "blocks per SM for the full-occupancy variants (default 0: as many as fit)");
   flags.add_choice(

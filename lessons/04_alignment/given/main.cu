@@ -239,17 +239,11 @@ std::vector<VariantSpec> make_variants() {
   return variants;
 }
 
-std::vector<std::string> names_of(const std::vector<VariantSpec>& variants) {
-  std::vector<std::string> names;
-  for (const auto& v : variants) names.push_back(v.name);
-  return names;
-}
-
 void add_flags(course::FlagParser& flags, Settings& s, const std::vector<VariantSpec>& variants) {
   flags.add_common(s.options,
                    "bytes to copy (default " + course::count_text(kDefaultBytes) + " = " +
                        course::bytes_text(kDefaultBytes) + "; K/M/G suffixes)",
-                   names_of(variants));
+                   course::names_of(variants));
   flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
                 "blocks per SM (default 0: as many as fit, asked per kernel; at most " +
                     std::to_string(kMaxBlocksPerSm) + ")");

@@ -19,13 +19,13 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 using pipeline_single_stage::Scope;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: a partial last batch
-constexpr int kMaxBlocksPerSm = 32;                       // resident blocks of sm_80, sm_90
+constexpr int kMaxBlocksPerSm = 32;  // resident blocks of sm_80, sm_90
 constexpr std::uint32_t kSeed = 1;
 constexpr const char* kLesson = "05_pipeline_single_stage";
 
@@ -203,18 +203,8 @@ int full_occupancy(int blocks_per_sm) {
   return full_per_sm;
 }
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  return names;
-}
-
 void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(kVariants));
   flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
                 "blocks per SM of every full-occupancy variant (default 0: the most that fit "
                 "every kernel; at most " +

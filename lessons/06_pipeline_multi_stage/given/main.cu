@@ -25,6 +25,8 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using pipeline_multi_stage::Config;
 using pipeline_multi_stage::Interface;
 using pipeline_multi_stage::kMaxStages;
@@ -33,9 +35,7 @@ using pipeline_multi_stage::kMinStages;
 constexpr int kThreads = 256;
 constexpr int kVectorsPerThread = 4;  // 256 x 4 x 16 B = 16 KB batches: lesson 01's coarse
 constexpr int kDefaultStages = 4;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
-constexpr int kSweepVectors[] = {1, 2, 4, 8};             // the granularity sweep: 4-32 KB batches
+constexpr int kSweepVectors[] = {1, 2, 4, 8};  // the granularity sweep: 4-32 KB batches
 constexpr std::uint32_t kSeed = 6;
 constexpr const char* kLesson = "06_pipeline_multi_stage";
 constexpr const char* kBaseline = "01-coarse-1-per-SM";
@@ -233,18 +233,13 @@ std::size_t batch_bytes(int vectors_per_thread) {
 }
 
 std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
+  std::vector<std::string> names = course::names_of(kVariants);
   names.emplace_back(kBroken);
   return names;
 }
 
 void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), variant_names());
   flags.add_int("stages", &s.stages, 0,
                 "stages (shared buffers) of the pipeline and primitives variants and of the "
                 "granularity sweep, " +

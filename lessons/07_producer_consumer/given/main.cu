@@ -27,6 +27,8 @@
 namespace {
 
 namespace parts = producer_consumer::parts;
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 using producer_consumer::Partition;
 using producer_consumer::parts::batch_kilobytes;
@@ -36,8 +38,6 @@ constexpr int kUnifiedVectors = 4;
 static_assert(parts::kBatchBytes == kUnifiedThreads * kUnifiedVectors * sizeof(uint4),
               "every variant stages batches of the same size");
 constexpr int kDefaultStages = 4;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
 constexpr std::uint32_t kSeed = 7;
 constexpr const char* kLesson = "07_producer_consumer";
 constexpr const char* kBaseline = "06-pipeline-1-per-SM";
@@ -212,12 +212,6 @@ void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
   }
 }
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  return names;
-}
-
 /// "1, 2, 4": a sweep's list as the usage text writes it.
 template <std::size_t N>
 std::string listed(const int (&values)[N]) {
@@ -227,11 +221,7 @@ std::string listed(const int (&values)[N]) {
 }
 
 void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(kVariants));
   flags.add_int("stages", &s.stages, 0,
                 "stages (shared buffers of " + batch_kilobytes() +
                     ") of every pipelined variant, " +

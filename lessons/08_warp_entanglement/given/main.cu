@@ -25,13 +25,13 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 
 namespace we = warp_entanglement;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
 constexpr int kDefaultBlocksPerSm = 1;  // one block's pipeline is all there is to hide latency
 constexpr int kMaxBlocksPerSm = 32;     // no GPU of the course holds more
 constexpr std::uint32_t kSeed = 8;
@@ -60,7 +60,6 @@ void run_entanglement_report(course::Harness& harness, Problem& w,
                              const course::DeviceSummary& gpu);
 void run_table(course::Harness& harness, Problem& w, const std::vector<we::LaunchShape>& shapes,
                const std::string& variant);
-std::vector<std::string> variant_names();
 
 /// The output, part by part: the intro line, the model's example, the variants' launches, the
 /// entanglement report, the harness table.
@@ -123,7 +122,7 @@ void run_entanglement_report(course::Harness& harness, Problem& w,
                              const std::vector<we::LaunchShape>& shapes, const std::string& variant,
                              const course::DeviceSummary& gpu) {
   const std::vector<std::string> reported =
-      variant.empty() ? variant_names() : we::with_controls(variant);
+      variant.empty() ? course::names_of(we::variants()) : we::with_controls(variant);
   std::vector<we::EntanglementRow> rows;
   for (std::size_t i = 0; i < we::variants().size(); ++i) {
     const we::VariantSpec& spec = we::variants()[i];
@@ -154,18 +153,8 @@ void run_table(course::Harness& harness, Problem& w, const std::vector<we::Launc
   }
 }
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const we::VariantSpec& v : we::variants()) names.emplace_back(v.name);
-  return names;
-}
-
 void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(we::variants()));
   flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
                 "blocks per SM, at most " + std::to_string(kMaxBlocksPerSm) + " (default " +
                     std::to_string(kDefaultBlocksPerSm) +

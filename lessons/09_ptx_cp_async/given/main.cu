@@ -25,13 +25,13 @@
 namespace {
 
 namespace parts = ptx_cp_async::parts;
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 using ptx_cp_async::Form;
 
 constexpr int kThreads = 256;
-constexpr int kVectorsPerThread = 4;                      // 16 KB batches, as in lesson 06
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
+constexpr int kVectorsPerThread = 4;  // 16 KB batches, as in lesson 06
 constexpr int kDefaultStages = 4;
 constexpr std::size_t kTailElements = 64ull << 20;  // tail input: about 256 MB
 constexpr std::size_t kQuickTailRows = 1009;
@@ -245,8 +245,7 @@ void add_flags(course::FlagParser& flags, Settings& s) {
   };
   flags.add_common(s.options,
                    "uint32 elements of the multi-stage input (default " +
-                       course::count_text(kDefaultElements) + " = " +
-                       course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) + ")",
+                       course::workload::default_elements_text() + ")",
                    variant_names());
   flags.add_int("stages", &s.stages, 0,
                 "stages of the multi-stage kernels, " +

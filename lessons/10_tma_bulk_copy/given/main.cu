@@ -35,6 +35,8 @@
 namespace {
 
 namespace parts = tma_bulk_copy::parts;
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using parts::batch_bytes;
 using parts::kilobytes;
 using parts::kThreads;
@@ -43,9 +45,7 @@ using parts::Workload;
 using tma_bulk_copy::Config;
 using tma_bulk_copy::Variant;
 
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
-constexpr int kLesson06Stages = 4;                        // lesson 06's default
+constexpr int kLesson06Stages = 4;  // lesson 06's default
 constexpr const char* kLesson = "10_tma_bulk_copy";
 constexpr const char* kBaseline = "06-primitives";
 constexpr const char* kLesson09 = "09-best";
@@ -237,11 +237,7 @@ std::vector<std::string> variant_names() {
 }
 
 void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "uint32 elements of input (default " + course::count_text(kDefaultElements) +
-                       " = " + course::bytes_text(kDefaultElements * sizeof(std::uint32_t)) +
-                       "; K/M/G suffixes)",
-                   variant_names());
+  flags.add_common(s.options, course::workload::size_help(), variant_names());
   flags.add_int("stages", &s.stages, 0,
                 "stages of the tma-pipeline variant and of the granularity sweep, " +
                     std::to_string(tma_bulk_copy::kMinStages) + " to " +

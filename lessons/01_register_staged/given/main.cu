@@ -22,6 +22,7 @@ using register_staged::Granularity;
 constexpr int kThreads = 256;
 constexpr std::uint32_t kSeed = 1;
 constexpr const char* kLesson = "01_register_staged";
+constexpr const char* kHeadline = "coarse";
 
 struct VariantSpec {
   const char* name;
@@ -33,7 +34,7 @@ struct VariantSpec {
 // others are compared with.
 const std::vector<VariantSpec> kVariants = {
     {"fine", Granularity::fine, false},
-    {"coarse", Granularity::coarse, false},
+    {kHeadline, Granularity::coarse, false},
     {"fine-1-per-SM", Granularity::fine, true},
     {"coarse-1-per-SM", Granularity::coarse, true},
 };
@@ -84,8 +85,8 @@ void add_yardsticks_and_targets(course::Harness& harness, Problem& w) {
   // The roof kernel moves 16-byte vectors: a whole number of them (at most 12 bytes less).
   harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes() / 16 * 16);
   harness.baseline("fine");
-  harness.headline("coarse");
-  harness.target({"coarse", 0.85});
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.85});
 }
 
 /// Every variant: the line that says how it launches, then the checked, timed run.

@@ -29,6 +29,7 @@ constexpr int kThreads = 256;
 constexpr int kDefaultStages = 4;
 constexpr std::uint32_t kSeed = 1;
 constexpr const char* kLesson = "03_cuda_barrier";
+constexpr const char* kHeadline = "multi-stage";
 // The broken variant's readers wait up to 1 ms per batch for a refill to overwrite what they
 // are about to read (a 16 KB copy lands in microseconds).
 constexpr cuda_barrier::ReaderDelay kBrokenDelay{1000000};
@@ -61,7 +62,7 @@ const std::vector<VariantSpec> kVariants = {
      "a uint4 buffer and a uint32 buffer per batch, one barrier"},
     {"system-scope", false, Kernel::system_scope, Occupancy::full,
      "barrier<thread_scope_system>, batch staged in global memory: a synchronous copy"},
-    {"multi-stage", false, Kernel::multi_stage, Occupancy::full,
+    {kHeadline, false, Kernel::multi_stage, Occupancy::full,
      "a full and an empty barrier per stage; stages - 1 batches in flight while one is computed"},
     {"multi-stage-1-per-SM", false, Kernel::multi_stage, Occupancy::one_per_sm,
      "multi-stage at one block per SM"},
@@ -147,9 +148,9 @@ void add_yardsticks_and_targets(course::Harness& harness, Workload& w) {
   harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
   harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
   harness.baseline("01-coarse");
-  harness.headline("multi-stage");
-  harness.target({"multi-stage", 0.90});
-  harness.target({"multi-stage", 0.95, course::Yardstick::sm_copy_roof});
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.90});
+  harness.target({kHeadline, 0.95, course::Yardstick::sm_copy_roof});
 }
 
 /// The table's rows: every correct variant, or the one --variant names (the broken one too).

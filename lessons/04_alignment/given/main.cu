@@ -36,6 +36,7 @@ constexpr std::size_t kSlack = 256;
 constexpr int kMaxBlocksPerSm = 32;
 constexpr std::uint32_t kSeed = 4;
 constexpr const char* kLesson = "04_alignment";
+constexpr const char* kHeadline = "cuda/char/aligned16";
 
 struct VariantSpec {
   std::string name;
@@ -134,8 +135,8 @@ void add_yardsticks_and_targets(course::Harness& harness, const ByteArrays& a, s
   // The roof kernel copies 16-byte vectors: the input's whole vectors (the rate is per byte).
   harness.roof_sm_copy(a.out_base, a.in_base, n - n % 16);
   harness.baseline("cuda/char/size_t");
-  harness.headline("cuda/char/aligned16");
-  harness.target({"cuda/char/aligned16", 0.80});
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.80});
 }
 
 /// One variant: the copied window checked (it equals the input, every byte around it is

@@ -61,7 +61,7 @@ const std::vector<VariantSpec> kVariants = {
     {"06-primitives-1-per-SM", Kernel::unified_primitives, 0, 0, true},
     {"01-coarse-1-per-SM", Kernel::register_staged, 0, 0, true},
     {"1p4c-1-per-SM", Kernel::partitioned, 1, 4, true},
-    {"1p8c-1-per-SM", Kernel::partitioned, 1, 8, true},
+    {kHeadline, Kernel::partitioned, 1, 8, true},
     {"2p8c-1-per-SM", Kernel::partitioned, 2, 8, true},
     {"06-pipeline", Kernel::unified_pipeline, 0, 0, false},
     {"06-primitives", Kernel::unified_primitives, 0, 0, false},

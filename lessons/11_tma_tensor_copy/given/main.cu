@@ -31,6 +31,7 @@ using tma_tensor_copy::parts::Row;
 using tma_tensor_copy::parts::VariantSpec;
 
 constexpr const char* kLesson = "11_tma_tensor_copy";
+constexpr const char* kHeadline = "transpose-128B";
 constexpr std::uint64_t kDefaultSide = 8192;  // 8192 x 8192 floats = 256 MiB: far beyond L2
 constexpr std::uint64_t kMaxSide = 46340;     // 46340^2 floats: the kernels' 32-bit tile indices
 constexpr std::int64_t kQuickRows = 1021;     // quick: awkward on both sides, partial tiles
@@ -112,8 +113,8 @@ void add_yardsticks_and_targets(course::Harness& harness, Matrix& m) {
   harness.reference_d2d_copy(m.out.data(), m.in.data(), m.shape.elements() * sizeof(float));
   harness.roof_sm_copy(m.out.data(), m.in.data(), m.shape.elements() * sizeof(float));
   harness.baseline(kBaseline);
-  harness.headline("transpose-128B");
-  harness.target({"transpose-128B", 0.90, course::Yardstick::sm_copy_roof});
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.90, course::Yardstick::sm_copy_roof});
 }
 
 /// Runs one prepared row through the harness: the output poisoned, one run, any bounded wait

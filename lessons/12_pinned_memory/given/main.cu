@@ -45,6 +45,7 @@ constexpr SmallCopyCounts kQuickSmallCopies{4, 3, 1, 64u << 10};
 constexpr std::size_t kSmallCopyWords = kSmallCopies.batch_total / 4;  // part 5's data
 constexpr std::uint32_t kSeed = 12;
 constexpr const char* kLesson = "12_pinned_memory";
+constexpr const char* kBaseline = "H2D pageable";
 
 const std::vector<std::string> kParts = {"table", "sweep", "async", "host-access", "overhead"};
 
@@ -126,11 +127,11 @@ void add_reference_and_targets(course::Harness& harness, const pinned_memory::Co
           cudaMemcpyAsync(bench.target(), pinned.data(), bytes, cudaMemcpyHostToDevice, s));
     });
   }
-  harness.baseline("H2D pageable");
-  harness.headline("H2D pageable");
+  harness.baseline(kBaseline);
+  harness.headline(kBaseline);
   // Pinned memory must beat pageable memory clearly, and reach the link's rate in both
   // directions, however it was pinned.
-  harness.ratio_target({"H2D pinned", "H2D pageable", 2.0});
+  harness.ratio_target({"H2D pinned", kBaseline, 2.0});
   harness.target({"D2H pinned", 0.85});
   harness.target({"H2D registered", 0.85});
   harness.target({"D2H registered", 0.85});

@@ -39,6 +39,7 @@ constexpr int kDefaultRingRows = 8192, kQuickRingRows = 64;     // the halo ring
 constexpr int kDefaultRingWidth = 8192, kQuickRingWidth = 256;  // and words per row
 constexpr int kDefaultRadius = 4;
 constexpr const char* kLesson = "16_peer_to_peer";
+constexpr const char* kHeadline = "pull 16B";
 constexpr const char* kSweepVariant = "sweep";  // --variant names for parts 3 and 4
 constexpr const char* kHaloVariant = "halo";
 
@@ -143,8 +144,8 @@ void run_table(course::Harness& harness, PeerBuffers& p) {
   const auto engine_b_to_a = [&](cudaStream_t st) { p.engine_b_to_a(st, p.bytes); };
   harness.reference("copy engine b->a (reference)", static_cast<double>(p.bytes), engine_b_to_a);
   harness.baseline("copy engine b->a");
-  harness.headline("pull 16B");
-  harness.target({"pull 16B", 0.90});
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.90});
   harness.target({"both directions", 1.8});
   harness.run(p.into_a("copy engine b->a", engine_b_to_a));
   harness.run(p.into_b("copy engine a->b", [&](cudaStream_t st) {

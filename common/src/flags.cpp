@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
 
@@ -25,6 +26,20 @@ int parse_int(const std::string& flag, const std::string& text, int min_value) {
                      ", got '" + text + "'");
   }
   return static_cast<int>(value);
+}
+
+/// A power of 1024 as a shift and the letter parse_count reads for it.
+struct BinaryUnit {
+  int shift;
+  const char* letter;
+};
+
+/// The largest of G, M, K that divides `n`; none ({0, ""}) for 0 or a number K does not divide.
+BinaryUnit binary_unit(std::uint64_t n) {
+  for (const BinaryUnit unit : {BinaryUnit{30, "G"}, BinaryUnit{20, "M"}, BinaryUnit{10, "K"}}) {
+    if (n != 0 && n % (1ull << unit.shift) == 0) return unit;
+  }
+  return {0, ""};
 }
 
 }  // namespace
@@ -53,6 +68,17 @@ std::uint64_t parse_count(const std::string& flag, const std::string& text) {
   if (value > std::numeric_limits<std::uint64_t>::max() / scale)
     throw UsageError(error + " (too large)");
   return value * scale;
+}
+
+std::string count_text(std::uint64_t n) {
+  const BinaryUnit unit = binary_unit(n);
+  return std::to_string(n >> unit.shift) + unit.letter;
+}
+
+std::string bytes_text(std::uint64_t bytes) {
+  const BinaryUnit unit = binary_unit(bytes);
+  if (unit.shift == 0) return std::to_string(bytes) + " bytes";
+  return std::to_string(bytes >> unit.shift) + " " + unit.letter + "iB";
 }
 
 void require_in_range(const std::string& flag, long long value, long long min, long long max) {

@@ -2,9 +2,19 @@
 
 #include <utility>
 
+#include "course/flags.h"
 #include "course/workload.h"
 
 namespace course::workload {
+
+std::string default_elements_text() {
+  return count_text(kDefaultElements) + " = " +
+         bytes_text(kDefaultElements * sizeof(std::uint32_t));
+}
+
+std::string size_help() {
+  return "uint32 elements of input (default " + default_elements_text() + "; K/M/G suffixes)";
+}
 
 Problem::Problem(std::size_t elements, std::uint32_t seed)
     : n(elements), in(n), out(n), expected(n) {
@@ -14,9 +24,7 @@ Problem::Problem(std::size_t elements, std::uint32_t seed)
   reference(host_in, expected);
 }
 
-void Problem::poison_output(cudaStream_t stream) const {
-  poison(out.data(), out.bytes(), stream);
-}
+void Problem::poison_output(cudaStream_t stream) const { poison(out.data(), out.bytes(), stream); }
 
 Comparison Problem::compare_output() const {
   return compare_exact<std::uint32_t>(expected, to_host(out.cspan()));

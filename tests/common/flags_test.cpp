@@ -61,6 +61,35 @@ TEST(Flags, CountSuffixes) {
   EXPECT_EQ(course::parse_count("size", "2k"), 2048u);
 }
 
+TEST(Flags, CountTextIsWhatParseCountReadsBack) {
+  EXPECT_EQ(course::count_text(256ull << 20), "256M");
+  EXPECT_EQ(course::count_text(1ull << 30), "1G");
+  EXPECT_EQ(course::count_text(3ull << 30), "3G");
+  EXPECT_EQ(course::count_text(1536ull << 20), "1536M");  // not a whole number of G
+  EXPECT_EQ(course::count_text(4096), "4K");
+  EXPECT_EQ(course::count_text(1000003), "1000003");
+  EXPECT_EQ(course::count_text(0), "0");
+  for (std::uint64_t n : {0ull, 1ull, 1000003ull, 4096ull, 1536ull << 20, 5ull << 30}) {
+    EXPECT_EQ(course::parse_count("size", course::count_text(n)), n) << n;
+  }
+}
+
+TEST(Flags, BytesTextUsesTheLargestWholeBinaryUnit) {
+  EXPECT_EQ(course::bytes_text(1ull << 30), "1 GiB");
+  EXPECT_EQ(course::bytes_text(512ull << 20), "512 MiB");
+  EXPECT_EQ(course::bytes_text(4096), "4 KiB");
+  EXPECT_EQ(course::bytes_text(100), "100 bytes");
+}
+
+TEST(Flags, NamesOfATableAreItsNamesInOrder) {
+  struct Spec {
+    const char* name;
+    int value;
+  };
+  const Spec specs[] = {{"fine", 1}, {"coarse", 2}};
+  EXPECT_EQ(course::names_of(specs), (std::vector<std::string>{"fine", "coarse"}));
+}
+
 TEST(Flags, UnknownFlagIsAUsageError) {
   EXPECT_THROW(parse({"--bogus"}), UsageError);
   EXPECT_THROW(parse({"bogus"}), UsageError);

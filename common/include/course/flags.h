@@ -66,8 +66,26 @@ class FlagParser {
   std::vector<Flag> flags_;
 };
 
+/// The names of `specs` (anything whose elements have a `name`: a lesson's table of variants),
+/// in order: what --variant accepts.
+template <class Specs>
+std::vector<std::string> names_of(const Specs& specs) {
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.emplace_back(spec.name);
+  return names;
+}
+
 /// Parses "123", "64K", "3M", "1G" into a count; throws UsageError on anything else.
 std::uint64_t parse_count(const std::string& flag, const std::string& text);
+
+/// `n` as a usage text writes a count, the inverse of parse_count: with the largest suffix
+/// (G, M, K) that divides it ("256M", "1G", "4K"), else its digits ("1000003"). Usage texts
+/// build the defaults and limits they name from the constants with it.
+std::string count_text(std::uint64_t n);
+
+/// `bytes` in the largest binary unit that divides it: "1 GiB", "512 MiB", "4 KiB", else
+/// "100 bytes".
+std::string bytes_text(std::uint64_t bytes);
 
 /// The range check a flag's own parser cannot do: throws UsageError "--FLAG must be in
 /// [min, max], got VALUE" unless min <= value <= max. Give the constants that define the

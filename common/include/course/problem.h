@@ -1,5 +1,5 @@
 /// \file problem.h
-/// \brief The copy-and-compute problem a lesson's program runs (lessons 03-10): a
+/// \brief The copy-and-compute problem a lesson's program runs (lessons 01-10): a
 /// hash-filled input on the device, the CPU reference's output, and an output buffer that
 /// every checked run poisons first.
 ///
@@ -22,6 +22,17 @@
 #include "course/launch.h"
 
 namespace course::workload {
+
+/// The problem's size when --size does not give it: 256M elements (1 GiB of input, far beyond
+/// any L2), or with --quick 1000003 (a prime: never a whole batch, so a partial one always runs).
+inline constexpr std::uint64_t kDefaultElements = 256ull << 20;
+inline constexpr std::uint64_t kQuickElements = 1000003;
+
+/// "256M = 1 GiB": kDefaultElements as --size's help writes it.
+std::string default_elements_text();
+
+/// --size's help: "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)".
+std::string size_help();
 
 /// One problem: `n` inputs on the device, their expected outputs on the host, and the output
 /// buffer the variants write.

@@ -22,9 +22,66 @@ using device_check::Transfer;
 
 constexpr std::uint64_t kDefaultBytes = 256ull << 20;  // 256 MiB: several times any L2
 constexpr std::uint64_t kQuickBytes = 4ull << 20;
+constexpr std::uint32_t kSeed = 7;
+constexpr const char* kLesson = "00_device_check";
 
 const std::vector<std::string> kVariants = {"H2D pinned", "D2H pinned", "H2D pageable",
                                             "D2H pageable"};
+
+/// The command line, as given: the common flags only.
+struct Settings {
+  course::CommonOptions options;
+};
+
+/// The run's one size, resolved from the command line.
+struct Plan {
+  std::uint64_t copy_bytes = 0;
+};
+
+/// The buffers of the copies: two device arrays, pinned and pageable host memory, and the
+/// expected data (hash-filled on the host; device_a gets the same by a fill kernel).
+struct Copies {
+  explicit Copies(std::uint64_t copy_bytes);
+
+  /// Host -> device: the host buffer holds the expected data; check what arrived.
+  course::Comparison check_device_b() const;
+  void poison_device_b(cudaStream_t s) const;
+  /// Device -> host: device_a holds the expected data; the host buffer is poisoned first.
+  std::function<void(cudaStream_t)> poison_host(std::uint32_t* host) const;
+
+  const std::uint64_t bytes;
+  const std::size_t n;
+  course::DeviceBuffer<std::uint32_t> device_a, device_b;
+  course::PinnedBuffer<std::uint32_t> pinned;
+  std::vector<std::uint32_t> pageable;
+  std::vector<std::uint32_t> expected;
+};
+
+Plan make_plan(const Settings& s);
+void print_capabilities(const device_check::Capabilities& caps);
+void print_lessons(course::ComputeCapability cc);
+void print_intro(const Plan& plan);
+void add_yardsticks(course::Harness& harness, Copies& c);
+void run_transfers(course::Harness& harness, Copies& c);
+
+/// The output, part by part: what the GPU can do, which lessons it runs, then the table.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_capabilities(device_check::query_capabilities(gpu.ordinal));
+  print_lessons(gpu.cc);
+  print_intro(plan);
+  Copies c(plan.copy_bytes);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks(harness, c);
+  run_transfers(harness, c);
+  return harness.finish();
+}
+
+/// --size, or the default of a full or a --quick run: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  return {options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes)};
+}
 
 void print_capabilities(const device_check::Capabilities& caps) {
   const auto mib = [](std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
@@ -48,7 +105,7 @@ void print_capabilities(const device_check::Capabilities& caps) {
             << "  threads per SM          " << caps.max_threads_per_sm << "\n";
 }
 
-void print_lessons(const course::ComputeCapability cc) {
+void print_lessons(course::ComputeCapability cc) {
   std::cout << "\nLessons this GPU can run:\n";
   std::size_t width = 0;
   for (const course::LessonEntry& lesson : course::lesson_catalog()) {
@@ -64,53 +121,38 @@ void print_lessons(const course::ComputeCapability cc) {
   }
 }
 
-/// The command line: the common flags only.
-struct Settings {
-  course::CommonOptions options;
+void print_intro(const Plan& plan) {
+  std::cout << "\nlesson 00 device_check: copies of " << plan.copy_bytes << " bytes; GB/s counts "
+            << "2 x bytes for the device-to-device copies (read + write), 1 x for transfers\n";
+}
 
-  std::uint64_t copy_bytes() const {
-    return options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
-  }
-};
+Copies::Copies(std::uint64_t copy_bytes)
+    : bytes(copy_bytes),
+      n(copy_bytes / 4),
+      device_a(n),
+      device_b(n),
+      pinned(n),
+      pageable(n),
+      expected(n) {
+  course::fill_hash_host(expected, kSeed);
+  // Fill and wait before timing: the harness times on its own non-blocking stream, which
+  // does not wait for work on the legacy default stream (lesson 13 shows why).
+  course::fill_hash(device_a.span(), kSeed);
+  COURSE_CHECK(cudaDeviceSynchronize());
+}
 
-/// The buffers of the copies: two device arrays, pinned and pageable host memory, and the
-/// expected data (hash-filled on the host; device_a gets the same by a fill kernel).
-struct Copies {
-  explicit Copies(std::uint64_t copy_bytes)
-      : bytes(copy_bytes),
-        n(copy_bytes / 4),
-        device_a(n),
-        device_b(n),
-        pinned(n),
-        pageable(n),
-        expected(n) {
-    course::fill_hash_host(expected, /*seed=*/7);
-    // Fill and wait before timing: the harness times on its own non-blocking stream, which
-    // does not wait for work on the legacy default stream (lesson 13 shows why).
-    course::fill_hash(device_a.span(), 7);
-    COURSE_CHECK(cudaDeviceSynchronize());
-  }
+course::Comparison Copies::check_device_b() const {
+  return course::compare_exact<std::uint32_t>(expected, course::to_host(device_b.cspan()));
+}
 
-  /// Host -> device: the host buffer holds the expected data; check what arrived.
-  course::Comparison check_device_b() const {
-    return course::compare_exact<std::uint32_t>(expected, course::to_host(device_b.cspan()));
-  }
-  void poison_device_b(cudaStream_t s) const { course::poison(device_b.data(), bytes, s); }
-  /// Device -> host: device_a holds the expected data; the host buffer is poisoned first.
-  std::function<void(cudaStream_t)> poison_host(std::uint32_t* host) const {
-    return [this, host](cudaStream_t s) {
-      COURSE_CHECK(cudaStreamSynchronize(s));
-      std::memset(host, course::kPoisonByte, bytes);
-    };
-  }
+void Copies::poison_device_b(cudaStream_t s) const { course::poison(device_b.data(), bytes, s); }
 
-  const std::uint64_t bytes;
-  const std::size_t n;
-  course::DeviceBuffer<std::uint32_t> device_a, device_b;
-  course::PinnedBuffer<std::uint32_t> pinned;
-  std::vector<std::uint32_t> pageable;
-  std::vector<std::uint32_t> expected;
-};
+std::function<void(cudaStream_t)> Copies::poison_host(std::uint32_t* host) const {
+  return [this, host](cudaStream_t s) {
+    COURSE_CHECK(cudaStreamSynchronize(s));
+    std::memset(host, course::kPoisonByte, bytes);
+  };
+}
 
 /// The two yardsticks: the D2D cudaMemcpy (the reference) and the SM copy roof.
 void add_yardsticks(course::Harness& harness, Copies& c) {
@@ -163,19 +205,18 @@ void run_transfers(course::Harness& harness, Copies& c) {
                [&] { return course::compare_exact<std::uint32_t>(c.expected, c.pageable); }});
 }
 
-int run(const Settings& s, const course::DeviceSummary& gpu) {
-  const std::uint64_t bytes = s.copy_bytes();
-  const device_check::Capabilities caps = device_check::query_capabilities(gpu.ordinal);
-  print_capabilities(caps);
-  print_lessons(gpu.cc);
-  std::cout << "\nlesson 00 device_check: copies of " << bytes << " bytes; GB/s counts "
-            << "2 x bytes for the device-to-device copies (read + write), 1 x for transfers\n";
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options,
+                   "bytes per copy, a multiple of 4 (default " + course::count_text(kDefaultBytes) +
+                       "; K/M/G suffixes)",
+                   kVariants);
+}
 
-  Copies c(bytes);
-  course::Harness harness("00_device_check", s.options, gpu);
-  add_yardsticks(harness, c);
-  run_transfers(harness, c);
-  return harness.finish();
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  if (make_plan(s).copy_bytes % 4 != 0) {
+    throw course::UsageError("--size must be a multiple of 4 bytes");
+  }
 }
 
 }  // namespace
@@ -183,19 +224,14 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 int main(int argc, char** argv) {
   Settings settings;
   course::FlagParser flags(
-      "00_device_check",
+      kLesson,
       "Lesson 00: what this GPU can do. Prints the capabilities later lessons depend on,\n"
       "which lessons it can run, and measures a device-to-device cudaMemcpy (the reference),\n"
       "the SM copy roof (the fastest plain copy kernel) and host<->device transfers from\n"
       "pinned and from pageable memory.");
-  flags.add_common(settings.options,
-                   "bytes per copy, a multiple of 4 (default 256M; K/M/G suffixes)", kVariants);
-  const auto validate = [&] {
-    if (settings.copy_bytes() % 4 != 0) {
-      throw course::UsageError("--size must be a multiple of 4 bytes");
-    }
-  };
+  add_flags(flags, settings);
   return course::run_driver(
       flags, argc, argv, settings.options,
-      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); }, validate);
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

@@ -7,12 +7,13 @@
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cg_memcpy_async.cuh"
-#include "course/buffers.h"
-#include "course/data.h"
 #include "course/harness.h"
+#include "course/launch.h"
+#include "course/problem.h"
 #include "course/workload.h"
 #include "register_staged.cuh"
 
@@ -20,10 +21,13 @@ namespace {
 
 using cg_memcpy_async::Buffering;
 using cg_memcpy_async::Granularity;
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
+using course::workload::Problem;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
+constexpr std::uint32_t kSeed = 2;
+constexpr const char* kLesson = "02_cg_memcpy_async";
 
 /// Which kernel runs a variant: lesson 01's, or one of this lesson's two.
 enum class Kernel { register_staged, cg_wait, cg_double_buffered };
@@ -49,10 +53,81 @@ const std::vector<VariantSpec> kVariants = {
     {"double-coarse-1-per-SM", Kernel::cg_double_buffered, Granularity::coarse, true},
 };
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  return names;
+/// The command line, as given: the common flags and --blocks-per-sm.
+struct Settings {
+  course::CommonOptions options;
+  int blocks_per_sm = 0;
+};
+
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t elements = 0;
+  int blocks_per_sm = 0;  ///< of the variants at full occupancy; 0: as many as fit
+};
+
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan);
+void add_yardsticks(course::Harness& harness, Problem& w);
+void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
+                  const course::DeviceSummary& gpu);
+Buffering buffering_of(Kernel k);
+int resident_blocks(const VariantSpec& spec);
+std::size_t shared_bytes_of(const VariantSpec& spec);
+
+/// The output, part by part: the intro line, then the table.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_intro(plan);
+  Problem w(plan.elements, kSeed);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks(harness, w);
+  run_variants(harness, w, plan, gpu);
+  return harness.finish();
+}
+
+/// --size, or the default of a full or a --quick run: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+          s.blocks_per_sm};
+}
+
+void print_intro(const Plan& plan) {
+  std::cout << "lesson 02 cg_memcpy_async: " << plan.elements << " uint32 elements, " << kThreads
+            << " threads per block; GB/s counts bytes read + bytes written\n";
+}
+
+void add_yardsticks(course::Harness& harness, Problem& w) {
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  // The roof kernel moves 16-byte vectors: a whole number of them (at most 12 bytes less).
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes() / 16 * 16);
+  // Lesson 01's kernel at the headline's granularity; the fine rows compare with
+  // register-fine, the rows at one block per SM with register-coarse-1-per-SM.
+  harness.baseline("register-coarse");
+  harness.headline("double-coarse");
+  // Lesson 02 has no performance target: the table reports what this GPU gives.
+}
+
+/// Every variant: the line that says how it launches, then the checked, timed run.
+void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
+                  const course::DeviceSummary& gpu) {
+  for (const VariantSpec& spec : kVariants) {
+    const int resident = resident_blocks(spec);
+    const int per_sm =
+        spec.one_block_per_sm ? 1 : (plan.blocks_per_sm > 0 ? plan.blocks_per_sm : resident);
+    const register_staged::LaunchShape shape{gpu.sm_count * per_sm, kThreads};
+    std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
+              << " per SM; at most " << resident << " fit), batch of "
+              << register_staged::batch_elements(spec.granularity, kThreads) << " elements, "
+              << shared_bytes_of(spec) / 1024 << " KB of shared memory per block\n";
+    course::Launch launch =
+        spec.kernel == Kernel::register_staged
+            ? register_staged::prepare_copy_and_compute(w.in.cspan(), w.out.span(),
+                                                        spec.granularity, shape)
+            : cg_memcpy_async::prepare_copy_and_compute(
+                  w.in.cspan(), w.out.span(), spec.granularity, buffering_of(spec.kernel), shape);
+    harness.run(w.checked(spec.name, std::move(launch)));
+  }
 }
 
 Buffering buffering_of(Kernel k) {
@@ -74,70 +149,25 @@ std::size_t shared_bytes_of(const VariantSpec& spec) {
   return cg_memcpy_async::shared_bytes(spec.granularity, buffering_of(spec.kernel), kThreads);
 }
 
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(kVariants));
+  flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
+                "blocks per SM for the variants at full occupancy (default 0: as many as fit)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::CommonOptions options;
-  int blocks_per_sm = 0;
+  Settings settings;
   course::FlagParser flags(
-      "02_cg_memcpy_async",
+      kLesson,
       "Lesson 02: copy and compute with cooperative_groups::memcpy_async. 'register-*' is\n"
       "lesson 01's kernel (global -> registers -> shared); 'wait-*' copies each batch with\n"
       "one memcpy_async and waits for it at once (cooperative_groups::wait); 'double-*'\n"
       "uses two buffers and starts the next batch's copy before computing this one\n"
       "(cooperative_groups::wait_prior<1>). 'fine' = 4 bytes per thread per batch (1 KB\n"
       "batches), 'coarse' = 64 bytes (16 KB batches). '-1-per-SM' launches one block per SM.");
-  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
-                "blocks per SM for the variants at full occupancy (default 0: as many as fit)");
-
-  return course::run_driver(flags, argc, argv, options, [&](const course::DeviceSummary& gpu) {
-    const std::size_t n =
-        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    std::cout << "lesson 02 cg_memcpy_async: " << n << " uint32 elements, " << kThreads
-              << " threads per block; GB/s counts bytes read + bytes written\n";
-
-    course::DeviceBuffer<std::uint32_t> in(n), out(n);
-    course::fill_hash(in.span(), /*seed=*/2);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    std::vector<std::uint32_t> expected(n);
-    course::workload::reference(host_in, expected);
-
-    course::Harness harness("02_cg_memcpy_async", options, gpu);
-    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
-    // The roof kernel moves 16-byte vectors: a whole number of them (at most 12 bytes less).
-    harness.roof_sm_copy(out.data(), in.data(), in.bytes() / 16 * 16);
-    // Lesson 01's kernel at the headline's granularity; the fine rows compare with
-    // register-fine, the rows at one block per SM with register-coarse-1-per-SM.
-    harness.baseline("register-coarse");
-    harness.headline("double-coarse");
-    // Lesson 02 has no performance target: the table reports what this GPU gives.
-
-    for (const VariantSpec& spec : kVariants) {
-      const int resident = resident_blocks(spec);
-      const int per_sm = spec.one_block_per_sm ? 1 : (blocks_per_sm > 0 ? blocks_per_sm : resident);
-      const register_staged::LaunchShape shape{gpu.sm_count * per_sm, kThreads};
-      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
-                << " per SM; at most " << resident << " fit), batch of "
-                << register_staged::batch_elements(spec.granularity, kThreads) << " elements, "
-                << shared_bytes_of(spec) / 1024 << " KB of shared memory per block\n";
-      harness.run({
-          spec.name,
-          course::workload::bytes_moved(n),
-          spec.kernel == Kernel::register_staged
-              ? register_staged::prepare_copy_and_compute(in.cspan(), out.span(), spec.granularity,
-                                                          shape)
-              : cg_memcpy_async::prepare_copy_and_compute(in.cspan(), out.span(), spec.granularity,
-                                                          buffering_of(spec.kernel), shape),
-          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&] {
-            const auto actual = course::to_host(out.cspan());
-            return course::compare_exact<std::uint32_t>(expected, actual);
-          },
-      });
-    }
-    return harness.finish();
-  });
+  add_flags(flags, settings);
+  return course::run_driver(flags, argc, argv, settings.options,
+                            [&](const course::DeviceSummary& gpu) { return run(settings, gpu); });
 }

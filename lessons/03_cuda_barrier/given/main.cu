@@ -21,12 +21,15 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using cuda_barrier::Kernel;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: a partial last batch
 constexpr int kDefaultStages = 4;
+constexpr std::uint32_t kSeed = 1;
+constexpr const char* kLesson = "03_cuda_barrier";
+constexpr const char* kHeadline = "multi-stage";
 // The broken variant's readers wait up to 1 ms per batch for a refill to overwrite what they
 // are about to read (a 16 KB copy lands in microseconds).
 constexpr cuda_barrier::ReaderDelay kBrokenDelay{1000000};
@@ -59,7 +62,7 @@ const std::vector<VariantSpec> kVariants = {
      "a uint4 buffer and a uint32 buffer per batch, one barrier"},
     {"system-scope", false, Kernel::system_scope, Occupancy::full,
      "barrier<thread_scope_system>, batch staged in global memory: a synchronous copy"},
-    {"multi-stage", false, Kernel::multi_stage, Occupancy::full,
+    {kHeadline, false, Kernel::multi_stage, Occupancy::full,
      "a full and an empty barrier per stage; stages - 1 batches in flight while one is computed"},
     {"multi-stage-1-per-SM", false, Kernel::multi_stage, Occupancy::one_per_sm,
      "multi-stage at one block per SM"},
@@ -71,52 +74,108 @@ const VariantSpec kBrokenVariant = {
     "DELIBERATELY BROKEN: multi-stage without the wait on the empty barrier; every warp but "
     "the first is held back before reading a batch, so the refills overwrite batches being read"};
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  names.emplace_back(kBrokenVariant.name);
-  return names;
-}
-
-/// The command line: the common flags and lesson 03's own.
+/// The command line, as given: the common flags and lesson 03's own.
 struct Settings {
   course::CommonOptions options;
   int blocks_per_sm = 0;
   std::string stages_text;
-
-  int stages() const { return stages_text.empty() ? kDefaultStages : std::stoi(stages_text); }
 };
 
-void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
-                "blocks per SM for the full-occupancy variants (default 0: as many as fit)");
-  flags.add_choice("stages", &s.stages_text, {"2", "3", "4"},
-                   "stages of the multi-stage variants (default 4)");
-}
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t elements = 0;
+  int stages = 0;                   ///< of the multi-stage variants
+  int blocks_per_sm = 0;            ///< of the full-occupancy variants; 0: as many as fit
+  std::string variant;              ///< the one row --variant asks for; empty: every correct row
+  bool other_stage_counts = false;  ///< --quick's extra rows (run_other_stage_counts)
+};
 
 /// The problem every row runs, and the slots where the kernels report what memcpy_async
 /// returned.
 struct Workload : course::workload::Problem {
   explicit Workload(std::size_t elements)
-      : Problem(elements, /*seed=*/1), report(cuda_barrier::kReportSlots) {}
+      : Problem(elements, kSeed), report(cuda_barrier::kReportSlots) {}
 
   course::DeviceBuffer<std::uint32_t> report;
 };
 
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan, const course::DeviceSummary& gpu);
+void add_yardsticks_and_targets(course::Harness& harness, Workload& w);
+void run_variants(course::Harness& harness, Workload& w, const Plan& plan,
+                  const course::DeviceSummary& gpu);
+void run_spec(course::Harness& harness, Workload& w, const Plan& plan,
+              const course::DeviceSummary& gpu, const VariantSpec& spec);
+void run_other_stage_counts(course::Harness& harness, Workload& w, const Plan& plan,
+                            const course::DeviceSummary& gpu);
+
+/// The output, part by part: the intro lines, the table, --quick's extra rows.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_intro(plan, gpu);
+  Workload w(plan.elements);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks_and_targets(harness, w);
+  run_variants(harness, w, plan, gpu);
+  if (plan.other_stage_counts) run_other_stage_counts(harness, w, plan, gpu);
+  return harness.finish();
+}
+
+/// --size, --stages and --quick resolved: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  Plan plan;
+  plan.elements = options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  plan.stages = s.stages_text.empty() ? kDefaultStages : std::stoi(s.stages_text);
+  plan.blocks_per_sm = s.blocks_per_sm;
+  plan.variant = options.variant;
+  plan.other_stage_counts = options.quick && options.variant.empty();
+  return plan;
+}
+
+void print_intro(const Plan& plan, const course::DeviceSummary& gpu) {
+  const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
+  std::cout << "lesson 03 cuda_barrier: " << plan.elements << " uint32 elements, " << kThreads
+            << " threads per block, batches of " << cuda_barrier::batch_elements(kThreads)
+            << " elements; GB/s counts bytes read + bytes written\n"
+            << "aligned copies on this GPU: "
+            << (hopper ? "one cp.async.bulk (TMA) per batch, issued by thread 0"
+                       : "16-byte cp.async by every thread")
+            << "\n";
+}
+
+void add_yardsticks_and_targets(course::Harness& harness, Workload& w) {
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.baseline("01-coarse");
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.90});
+  harness.target({kHeadline, 0.95, course::Yardstick::sm_copy_roof});
+}
+
+/// The table's rows: every correct variant, or the one --variant names (the broken one too).
+void run_variants(course::Harness& harness, Workload& w, const Plan& plan,
+                  const course::DeviceSummary& gpu) {
+  std::vector<VariantSpec> specs = kVariants;
+  if (plan.variant == kBrokenVariant.name) specs.push_back(kBrokenVariant);
+  for (const VariantSpec& spec : specs) {
+    if (!plan.variant.empty() && plan.variant != spec.name) continue;
+    run_spec(harness, w, plan, gpu, spec);
+  }
+}
+
 /// The blocks a row launches: --blocks-per-sm or as many as fit, one per SM, or, for the
 /// broken variant, about 2 x stages batches per block (a refill happens only while a block
 /// has more batches than stages), at most one block per SM.
-int blocks_for(const VariantSpec& spec, const Settings& s, int resident, std::size_t n,
+int blocks_for(const VariantSpec& spec, const Plan& plan, int resident,
                const course::DeviceSummary& gpu) {
-  int blocks = gpu.sm_count * (s.blocks_per_sm > 0 ? s.blocks_per_sm : resident);
+  int blocks = gpu.sm_count * (plan.blocks_per_sm > 0 ? plan.blocks_per_sm : resident);
   if (spec.occupancy == Occupancy::one_per_sm) blocks = gpu.sm_count;
   if (spec.occupancy == Occupancy::broken) {
-    const std::size_t batches =
-        (n + cuda_barrier::batch_elements(kThreads) - 1) / cuda_barrier::batch_elements(kThreads);
+    const std::size_t batches = (plan.elements + cuda_barrier::batch_elements(kThreads) - 1) /
+                                cuda_barrier::batch_elements(kThreads);
     blocks = static_cast<int>(
-        std::clamp<std::size_t>(batches / (2 * static_cast<std::size_t>(s.stages())), 1,
+        std::clamp<std::size_t>(batches / (2 * static_cast<std::size_t>(plan.stages)), 1,
                                 static_cast<std::size_t>(gpu.sm_count)));
   }
   return blocks;
@@ -140,10 +199,10 @@ course::Launch launch_for(const VariantSpec& spec, Workload& w,
 
 /// One row: the line that says how it launches, then the checked, timed run; after the check
 /// this lesson's kernels print what each memcpy_async returned.
-void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
-              const Settings& s, const VariantSpec& spec) {
+void run_spec(course::Harness& harness, Workload& w, const Plan& plan,
+              const course::DeviceSummary& gpu, const VariantSpec& spec) {
   const int variant_stages =
-      !spec.lesson01 && cuda_barrier::is_multi_stage(spec.kernel) ? s.stages() : 1;
+      !spec.lesson01 && cuda_barrier::is_multi_stage(spec.kernel) ? plan.stages : 1;
   const int resident =
       spec.lesson01
           ? register_staged::max_blocks_per_sm(register_staged::Granularity::coarse, kThreads)
@@ -151,7 +210,7 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
   if (resident < 1) {
     throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
   }
-  const cuda_barrier::LaunchShape shape{blocks_for(spec, s, resident, w.n, gpu), kThreads,
+  const cuda_barrier::LaunchShape shape{blocks_for(spec, plan, resident, gpu), kThreads,
                                         variant_stages};
   std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (at most " << resident
             << " per SM fit)";
@@ -185,10 +244,10 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
 /// --quick only: the multi-stage kernel at every stage count the main table did not use, one
 /// block per SM. Each stage count compiles its own copy of the waits you wrote, and the race
 /// checks run the program --quick: a copy that never runs there is never checked.
-void run_other_stage_counts(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
-                            int table_stages) {
+void run_other_stage_counts(course::Harness& harness, Workload& w, const Plan& plan,
+                            const course::DeviceSummary& gpu) {
   for (int stages = cuda_barrier::kMinStages; stages <= cuda_barrier::kMaxStages; ++stages) {
-    if (stages == table_stages) continue;  // the main table ran it
+    if (stages == plan.stages) continue;  // the main table ran it
     harness.sweep("stages (--quick)", {{"stages", std::to_string(stages)}},
                   w.checked("multi-stage, " + std::to_string(stages) + " stages",
                             cuda_barrier::prepare_copy_and_compute(
@@ -197,36 +256,23 @@ void run_other_stage_counts(course::Harness& harness, Workload& w, const course:
   }
 }
 
-int run(const Settings& s, const course::DeviceSummary& gpu) {
-  const course::CommonOptions& options = s.options;
-  const std::size_t n =
-      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-  const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
-  std::cout << "lesson 03 cuda_barrier: " << n << " uint32 elements, " << kThreads
-            << " threads per block, batches of " << cuda_barrier::batch_elements(kThreads)
-            << " elements; GB/s counts bytes read + bytes written\n"
-            << "aligned copies on this GPU: "
-            << (hopper ? "one cp.async.bulk (TMA) per batch, issued by thread 0"
-                       : "16-byte cp.async by every thread")
-            << "\n";
+std::vector<std::string> variant_names() {
+  std::vector<std::string> names = course::names_of(kVariants);
+  names.emplace_back(kBrokenVariant.name);
+  return names;
+}
 
-  Workload w(n);
-  course::Harness harness("03_cuda_barrier", options, gpu);
-  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.baseline("01-coarse");
-  harness.headline("multi-stage");
-  harness.target({"multi-stage", 0.90});
-  harness.target({"multi-stage", 0.95, course::Yardstick::sm_copy_roof});
-
-  std::vector<VariantSpec> specs = kVariants;
-  if (options.variant == kBrokenVariant.name) specs.push_back(kBrokenVariant);
-  for (const VariantSpec& spec : specs) {
-    if (!options.variant.empty() && options.variant != spec.name) continue;
-    run_spec(harness, w, gpu, s, spec);
+void add_flags(course::FlagParser& flags, Settings& s) {
+  std::vector<std::string> stage_counts;
+  for (int stages = cuda_barrier::kMinStages; stages <= cuda_barrier::kMaxStages; ++stages) {
+    stage_counts.push_back(std::to_string(stages));
   }
-  if (options.quick && options.variant.empty()) run_other_stage_counts(harness, w, gpu, s.stages());
-  return harness.finish();
+  flags.add_common(s.options, course::workload::size_help(), variant_names());
+  flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
+                "blocks per SM for the full-occupancy variants (default 0: as many as fit)");
+  flags.add_choice(
+      "stages", &s.stages_text, stage_counts,
+      "stages of the multi-stage variants (default " + std::to_string(kDefaultStages) + ")");
 }
 
 }  // namespace
@@ -234,7 +280,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 int main(int argc, char** argv) {
   Settings settings;
   course::FlagParser flags(
-      "03_cuda_barrier",
+      kLesson,
       "Lesson 03: cuda::barrier and cuda::memcpy_async. Every variant computes the same\n"
       "copy-and-compute workload in 16 KB batches (256 threads x 64 bytes). '01-' variants are\n"
       "lesson 01's register-staged kernel; the others copy with cuda::memcpy_async bound to a\n"

@@ -4,29 +4,28 @@
 // misaligned addresses. Every variant is checked byte by byte (guard bytes around the output
 // included) and timed against a device-to-device cudaMemcpy and the SM copy roof measured in
 // the same run. One line per variant then says what the compiler emitted for its copy (read
-// from the PTX embedded in this very executable) and what memcpy_async returned.
+// from the PTX embedded in this very executable: parts_emitted_ptx.cu) and what memcpy_async
+// returned.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "alignment.cuh"
+#include "alignment_parts.h"
 #include "course/buffers.h"
 #include "course/check.h"
 #include "course/data.h"
 #include "course/harness.h"
-#include "course/inspect.h"
 
 namespace {
 
 using alignment::kMatchSource;
 using alignment::Method;
+using alignment::parts::Emitted;
 
 constexpr int kThreads = 256;
 constexpr std::uint64_t kDefaultBytes = 1ull << 30;  // 1 GiB: far beyond L2
@@ -35,6 +34,9 @@ constexpr std::uint64_t kQuickBytes = 1000003;       // prime: odd, and never a 
 constexpr std::size_t kSlack = 256;
 // At most 32 resident blocks per SM on sm_80 and sm_90.
 constexpr int kMaxBlocksPerSm = 32;
+constexpr std::uint32_t kSeed = 4;
+constexpr const char* kLesson = "04_alignment";
+constexpr const char* kHeadline = "cuda/char/aligned16";
 
 struct VariantSpec {
   std::string name;
@@ -43,94 +45,24 @@ struct VariantSpec {
   std::size_t stage_offset;  // bytes past a 128-byte boundary of shared memory, or kMatchSource
 };
 
-std::vector<VariantSpec> make_variants() {
-  std::vector<VariantSpec> variants;
-  // 1. What the type or the promise tells the compiler: every method except the peeled
-  //    one, on 128-byte aligned arrays and a 128-byte aligned stage.
-  for (const alignment::MethodInfo& m : alignment::kMethods) {
-    if (m.method != Method::peeled) variants.push_back({m.name, m.method, 0, 0});
-  }
-  // 2. 16-byte aligned but not 128-byte aligned arrays and stage.
-  variants.push_back({"cuda/char/aligned16@16B", Method::cuda_char_aligned16, 16, 16});
-  variants.push_back({"cg/int4/size_t@16B", Method::cg_int4_size_t, 16, 16});
-  // 3. Misaligned data, any byte count: the peeled copy, and cooperative groups' run-time
-  //    dispatch, with the stage placed like the source or at a fixed offset.
-  variants.push_back({"peeled/src+0/matched", Method::peeled, 0, kMatchSource});
-  variants.push_back({"peeled/src+3/matched", Method::peeled, 3, kMatchSource});
-  variants.push_back({"peeled/src+4/stage+0", Method::peeled, 4, 0});
-  variants.push_back({"peeled/src+3/stage+0", Method::peeled, 3, 0});
-  variants.push_back({"cg/char/size_t/src+3/matched", Method::cg_char_size_t, 3, kMatchSource});
-  variants.push_back({"cg/char/size_t/src+3/stage+0", Method::cg_char_size_t, 3, 0});
-  return variants;
-}
-
-std::vector<std::string> names_of(const std::vector<VariantSpec>& variants) {
-  std::vector<std::string> names;
-  for (const auto& v : variants) names.push_back(v.name);
-  return names;
-}
-
-std::vector<std::uint8_t> bytes_to_host(const void* device_data, std::size_t bytes) {
-  std::vector<std::uint8_t> host(bytes);
-  COURSE_CHECK(cudaMemcpy(host.data(), device_data, bytes, cudaMemcpyDeviceToHost));
-  return host;
-}
-
-/// What the compiler emitted for each method's copy, read from the PTX embedded in this
-/// executable (the lesson's kernels are compiled with --no-compress): the module of the
-/// running GPU's architecture, or the highest one present. Returns the target it read.
-std::string read_emitted(const course::DeviceSummary& gpu, std::map<Method, std::string>& emitted) {
-  const auto modules = course::inspect::read_ptx_modules("/proc/self/exe");
-  const auto number = [](const std::string& target) { return std::atoi(target.c_str() + 3); };
-  std::string target = "sm_" + std::to_string(gpu.cc.major * 10 + gpu.cc.minor);
-  bool found = false;
-  std::string highest;
-  for (const auto& m : modules) {
-    found = found || m.target == target;
-    if (highest.empty() || number(m.target) > number(highest)) highest = m.target;
-  }
-  if (!found) target = highest;
-  for (const alignment::MethodInfo& info : alignment::kMethods) {
-    for (const auto& module : modules) {
-      if (module.target != target) continue;
-      for (const auto& kernel : course::inspect::ptx_kernels(module)) {
-        if (kernel.name.find(info.kernel_name) != std::string::npos) {
-          emitted[info.method] = alignment::describe_global_reads(kernel.body);
-        }
-      }
-    }
-  }
-  return target;
-}
-
-std::string mod16(std::size_t offset) { return std::to_string(offset % 16); }
-
-/// The command line: the common flags and --blocks-per-sm.
+/// The command line, as given: the common flags and --blocks-per-sm.
 struct Settings {
   course::CommonOptions options;
   int blocks_per_sm = 0;
 };
 
-/// The range check the flag parser cannot do; run_driver calls it before opening the device.
-void validate(const Settings& s) {
-  course::require_in_range("blocks-per-sm", s.blocks_per_sm, 0, kMaxBlocksPerSm);
-}
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t bytes = 0;
+  int blocks_per_sm = 0;     ///< 0: as many as fit, asked per kernel
+  bool peeled_at_8 = false;  ///< --quick's extra row (run_peeled_at_8)
+};
 
 /// The byte arrays: word buffers (hash-filled 4 bytes at a time), used as bytes at an offset,
 /// with kSlack bytes of room for the offsets and the guard bytes; the input's bytes on the
 /// host; the slot where a kernel reports what memcpy_async returned.
 struct ByteArrays {
-  explicit ByteArrays(std::size_t n)
-      : words((n + kSlack + 3) / 4),
-        in_words(words),
-        out_words(words),
-        in_base(reinterpret_cast<const std::uint8_t*>(in_words.data())),
-        out_base(reinterpret_cast<std::uint8_t*>(out_words.data())),
-        total(out_words.bytes()) {
-    course::fill_hash(in_words.span(), /*seed=*/4);
-    // A synchronous copy: when it returns, the fill is done too.
-    host_in = bytes_to_host(in_base, total);
-  }
+  explicit ByteArrays(std::size_t n);
 
   const std::size_t words;
   course::DeviceBuffer<std::uint32_t> in_words, out_words;
@@ -141,16 +73,82 @@ struct ByteArrays {
   course::DeviceBuffer<unsigned> returned{1};
 };
 
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan);
+void add_yardsticks_and_targets(course::Harness& harness, const ByteArrays& a, std::size_t n);
+void run_variants(course::Harness& harness, ByteArrays& a, const Plan& plan,
+                  const std::vector<VariantSpec>& variants, const Emitted& emitted,
+                  const course::DeviceSummary& gpu);
+void run_peeled_at_8(course::Harness& harness, ByteArrays& a, std::size_t n,
+                     const course::DeviceSummary& gpu);
+
+/// The output, part by part: the intro line, the table with a line per variant, --quick's
+/// extra row.
+int run(const Settings& s, const std::vector<VariantSpec>& variants,
+        const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_intro(plan);
+  const Emitted emitted = alignment::parts::read_emitted(gpu);
+  ByteArrays a(plan.bytes);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks_and_targets(harness, a, plan.bytes);
+  run_variants(harness, a, plan, variants, emitted, gpu);
+  if (plan.peeled_at_8) run_peeled_at_8(harness, a, plan.bytes, gpu);
+  return harness.finish();
+}
+
+/// --size, --blocks-per-sm and --quick resolved: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  return {options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes),
+          s.blocks_per_sm, options.quick && options.variant.empty()};
+}
+
+void print_intro(const Plan& plan) {
+  std::cout << "lesson 04 alignment: " << plan.bytes << " bytes, " << kThreads
+            << " threads per block, batches of " << alignment::kBatchBytes
+            << " bytes; GB/s counts bytes read + bytes written\n";
+}
+
+std::vector<std::uint8_t> bytes_to_host(const void* device_data, std::size_t bytes) {
+  std::vector<std::uint8_t> host(bytes);
+  COURSE_CHECK(cudaMemcpy(host.data(), device_data, bytes, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+std::string mod16(std::size_t offset) { return std::to_string(offset % 16); }
+
+ByteArrays::ByteArrays(std::size_t n)
+    : words((n + kSlack + 3) / 4),
+      in_words(words),
+      out_words(words),
+      in_base(reinterpret_cast<const std::uint8_t*>(in_words.data())),
+      out_base(reinterpret_cast<std::uint8_t*>(out_words.data())),
+      total(out_words.bytes()) {
+  course::fill_hash(in_words.span(), kSeed);
+  // A synchronous copy: when it returns, the fill is done too.
+  host_in = bytes_to_host(in_base, total);
+}
+
+void add_yardsticks_and_targets(course::Harness& harness, const ByteArrays& a, std::size_t n) {
+  harness.reference_d2d_copy(a.out_base, a.in_base, n);
+  // The roof kernel copies 16-byte vectors: the input's whole vectors (the rate is per byte).
+  harness.roof_sm_copy(a.out_base, a.in_base, n - n % 16);
+  harness.baseline("cuda/char/size_t");
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.80});
+}
+
 /// One variant: the copied window checked (it equals the input, every byte around it is
 /// poison), then, when it ran, the line with its launch, its alignments, what its copy
 /// compiled to and what memcpy_async returned.
-void run_spec(course::Harness& harness, ByteArrays& a, std::size_t n, const VariantSpec& spec,
-              int blocks_per_sm, const course::DeviceSummary& gpu,
-              const std::map<Method, std::string>& emitted) {
+void run_spec(course::Harness& harness, ByteArrays& a, const Plan& plan, const VariantSpec& spec,
+              const Emitted& emitted, const course::DeviceSummary& gpu) {
+  const std::size_t n = plan.bytes;
   // A type or a promise of N bytes needs a size that is a multiple of N.
   const std::size_t bytes = n - n % alignment::required_alignment(spec.method);
   const int resident = alignment::max_blocks_per_sm(spec.method, kThreads);
-  const int per_sm = blocks_per_sm > 0 ? blocks_per_sm : resident;
+  const int per_sm = plan.blocks_per_sm > 0 ? plan.blocks_per_sm : resident;
   // No more blocks than batches: a block without a batch would only start and stop.
   const std::size_t batches = (bytes + alignment::kBatchBytes - 1) / alignment::kBatchBytes;
   const int blocks = static_cast<int>(
@@ -182,13 +180,24 @@ void run_spec(course::Harness& harness, ByteArrays& a, std::size_t n, const Vari
   });
   if (!returned) return;  // not run (--variant)
   const std::size_t stage = spec.stage_offset == kMatchSource ? spec.offset : spec.stage_offset;
-  const auto e = emitted.find(spec.method);
+  const auto e = emitted.by_method.find(spec.method);
   std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
             << " per SM, at most " << resident << " fit; never more than the " << batches
             << " batches), " << bytes << " bytes\n      src,stage mod 16 = " << mod16(spec.offset)
             << "," << mod16(stage) << "; needs " << alignment::required_alignment(spec.method)
-            << " B; emitted: " << (e == emitted.end() ? "?" : e->second)
+            << " B; emitted: " << (e == emitted.by_method.end() ? "?" : e->second)
             << "; returned: " << alignment::describe_returned(*returned) << "\n";
+}
+
+/// The line that says what each variant's line holds, then every variant.
+void run_variants(course::Harness& harness, ByteArrays& a, const Plan& plan,
+                  const std::vector<VariantSpec>& variants, const Emitted& emitted,
+                  const course::DeviceSummary& gpu) {
+  std::cout << "each variant: its launch, where source and stage start modulo 16, the "
+               "alignment its type or promise needs, what its copy compiled to ("
+            << (emitted.target.empty() ? "?" : emitted.target)
+            << " PTX of this executable) and what memcpy_async returned:\n";
+  for (const VariantSpec& spec : variants) run_spec(harness, a, plan, spec, emitted, gpu);
 }
 
 /// --quick only: the peeled copy with source and stage 8 bytes apart modulo 16, so that its
@@ -210,40 +219,40 @@ void run_peeled_at_8(course::Harness& harness, ByteArrays& a, std::size_t n,
        }});
 }
 
-int run(const Settings& s, const std::vector<VariantSpec>& variants,
-        const course::DeviceSummary& gpu) {
-  const course::CommonOptions& options = s.options;
-  const std::size_t n = options.size ? options.size : (options.quick ? kQuickBytes : kDefaultBytes);
-  std::cout << "lesson 04 alignment: " << n << " bytes, " << kThreads
-            << " threads per block, batches of " << alignment::kBatchBytes
-            << " bytes; GB/s counts bytes read + bytes written\n";
-
-  std::map<Method, std::string> emitted;
-  std::string target;
-  try {
-    target = read_emitted(gpu, emitted);
-  } catch (const std::exception& e) {
-    std::cout << "(cannot read the PTX of this executable: " << e.what() << ")\n";
+std::vector<VariantSpec> make_variants() {
+  std::vector<VariantSpec> variants;
+  // 1. What the type or the promise tells the compiler: every method except the peeled
+  //    one, on 128-byte aligned arrays and a 128-byte aligned stage.
+  for (const alignment::MethodInfo& m : alignment::kMethods) {
+    if (m.method != Method::peeled) variants.push_back({m.name, m.method, 0, 0});
   }
+  // 2. 16-byte aligned but not 128-byte aligned arrays and stage.
+  variants.push_back({"cuda/char/aligned16@16B", Method::cuda_char_aligned16, 16, 16});
+  variants.push_back({"cg/int4/size_t@16B", Method::cg_int4_size_t, 16, 16});
+  // 3. Misaligned data, any byte count: the peeled copy, and cooperative groups' run-time
+  //    dispatch, with the stage placed like the source or at a fixed offset.
+  variants.push_back({"peeled/src+0/matched", Method::peeled, 0, kMatchSource});
+  variants.push_back({"peeled/src+3/matched", Method::peeled, 3, kMatchSource});
+  variants.push_back({"peeled/src+4/stage+0", Method::peeled, 4, 0});
+  variants.push_back({"peeled/src+3/stage+0", Method::peeled, 3, 0});
+  variants.push_back({"cg/char/size_t/src+3/matched", Method::cg_char_size_t, 3, kMatchSource});
+  variants.push_back({"cg/char/size_t/src+3/stage+0", Method::cg_char_size_t, 3, 0});
+  return variants;
+}
 
-  ByteArrays a(n);
-  course::Harness harness("04_alignment", options, gpu);
-  harness.reference_d2d_copy(a.out_base, a.in_base, n);
-  // The roof kernel copies 16-byte vectors: the input's whole vectors (the rate is per byte).
-  harness.roof_sm_copy(a.out_base, a.in_base, n - n % 16);
-  harness.baseline("cuda/char/size_t");
-  harness.headline("cuda/char/aligned16");
-  harness.target({"cuda/char/aligned16", 0.80});
+void add_flags(course::FlagParser& flags, Settings& s, const std::vector<VariantSpec>& variants) {
+  flags.add_common(s.options,
+                   "bytes to copy (default " + course::count_text(kDefaultBytes) + " = " +
+                       course::bytes_text(kDefaultBytes) + "; K/M/G suffixes)",
+                   course::names_of(variants));
+  flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
+                "blocks per SM (default 0: as many as fit, asked per kernel; at most " +
+                    std::to_string(kMaxBlocksPerSm) + ")");
+}
 
-  std::cout << "each variant: its launch, where source and stage start modulo 16, the "
-               "alignment its type or promise needs, what its copy compiled to ("
-            << (target.empty() ? "?" : target)
-            << " PTX of this executable) and what memcpy_async returned:\n";
-  for (const VariantSpec& spec : variants) {
-    run_spec(harness, a, n, spec, s.blocks_per_sm, gpu, emitted);
-  }
-  if (options.quick && options.variant.empty()) run_peeled_at_8(harness, a, n, gpu);
-  return harness.finish();
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  course::require_in_range("blocks-per-sm", s.blocks_per_sm, 0, kMaxBlocksPerSm);
 }
 
 }  // namespace
@@ -252,7 +261,7 @@ int main(int argc, char** argv) {
   Settings settings;
   const std::vector<VariantSpec> variants = make_variants();
   course::FlagParser flags(
-      "04_alignment",
+      kLesson,
       "Lesson 04: alignment and trivially copyable types. Every variant copies a byte array\n"
       "global -> shared -> global in 16 KB batches; only the memcpy_async call that stages a\n"
       "batch differs: cuda::memcpy_async (with a block-scope cuda::barrier) or\n"
@@ -260,10 +269,7 @@ int main(int argc, char** argv) {
       "size_t count or with cuda::aligned_size_t<N> (alignedN); '@16B' variants use 16-byte\n"
       "but not 128-byte aligned addresses; 'peeled' copies any address and size with a byte\n"
       "head and tail around an aligned body. 'matched' places the shared buffer like the source.");
-  flags.add_common(settings.options, "bytes to copy (default 1G = 1 GiB; K/M/G suffixes)",
-                   names_of(variants));
-  flags.add_int("blocks-per-sm", &settings.blocks_per_sm, 0,
-                "blocks per SM (default 0: as many as fit, asked per kernel; at most 32)");
+  add_flags(flags, settings, variants);
   return course::run_driver(
       flags, argc, argv, settings.options,
       [&](const course::DeviceSummary& gpu) { return run(settings, variants, gpu); },

@@ -9,10 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "course/buffers.h"
-#include "course/data.h"
 #include "course/harness.h"
 #include "course/launch.h"
+#include "course/problem.h"
 #include "course/workload.h"
 #include "cuda_barrier.cuh"
 #include "pipeline_single_stage.cuh"
@@ -20,12 +19,16 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
+using course::workload::Problem;
 using pipeline_single_stage::Scope;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: a partial last batch
-constexpr int kMaxBlocksPerSm = 32;                       // resident blocks of sm_80, sm_90
+constexpr int kMaxBlocksPerSm = 32;  // resident blocks of sm_80, sm_90
+constexpr std::uint32_t kSeed = 1;
+constexpr const char* kLesson = "05_pipeline_single_stage";
+constexpr const char* kHeadline = "thread-pipeline";
 
 /// Whose kernel a variant runs.
 enum class Kernel {
@@ -51,7 +54,7 @@ const std::vector<VariantSpec> kVariants = {
     {"03-1-stage", Kernel::lesson03, false,
      "lesson 03: memcpy_async(block, ..., aligned_size_t<16>, barrier), arrive_and_wait, sync"},
     {"03-1-stage-1-per-SM", Kernel::lesson03, true, "lesson 03 at one block per SM"},
-    {"thread-pipeline", Kernel::thread_pipeline, false,
+    {kHeadline, Kernel::thread_pipeline, false,
      "make_pipeline(): per-thread cp.async groups + two __syncthreads per batch"},
     {"thread-pipeline-1-per-SM", Kernel::thread_pipeline, true,
      "thread-pipeline at one block per SM"},
@@ -60,10 +63,87 @@ const std::vector<VariantSpec> kVariants = {
     {"block-pipeline-1-per-SM", Kernel::block_pipeline, true, "block-pipeline at one block per SM"},
 };
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  return names;
+/// The command line, as given: the common flags and --blocks-per-sm.
+struct Settings {
+  course::CommonOptions options;
+  int blocks_per_sm = 0;
+};
+
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t elements = 0;
+  int blocks_per_sm = 0;  ///< of every full-occupancy variant; 0: the most that fit every kernel
+};
+
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan, const course::DeviceSummary& gpu);
+void add_yardsticks_and_targets(course::Harness& harness, Problem& w);
+void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
+                  const course::DeviceSummary& gpu);
+int resident_blocks(Kernel kernel);
+std::size_t batch_of(Kernel kernel);
+course::Launch launch_of(Kernel kernel, cuda::std::span<const std::uint32_t> in,
+                         cuda::std::span<std::uint32_t> out, register_staged::LaunchShape shape);
+int full_occupancy(int blocks_per_sm);
+
+/// The output, part by part: the intro lines, then the table.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_intro(plan, gpu);
+  Problem w(plan.elements, kSeed);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks_and_targets(harness, w);
+  run_variants(harness, w, plan, gpu);
+  return harness.finish();
+}
+
+/// --size, or the default of a full or a --quick run: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+          s.blocks_per_sm};
+}
+
+void print_intro(const Plan& plan, const course::DeviceSummary& gpu) {
+  const bool hopper = gpu.cc >= course::ComputeCapability{9, 0};
+  std::cout << "lesson 05 pipeline_single_stage: " << plan.elements << " uint32 elements, "
+            << kThreads << " threads per block, batches of "
+            << pipeline_single_stage::batch_elements(kThreads) << " elements ("
+            << pipeline_single_stage::shared_bytes(kThreads) / 1024
+            << " KB), one stage; GB/s counts bytes read + bytes written\n"
+            << "copies: pipelines 16-byte cp.async on every GPU; lesson 03's aligned barrier "
+            << "copy "
+            << (hopper ? "one cp.async.bulk (TMA) per batch on this GPU"
+                       : "16-byte cp.async on this GPU")
+            << "\n";
+}
+
+void add_yardsticks_and_targets(course::Harness& harness, Problem& w) {
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  // The roof kernel copies whole 16-byte vectors (its rate is per byte, like every row's).
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes() - w.in.bytes() % 16);
+  harness.baseline("01-coarse");
+  harness.headline(kHeadline);
+  // One stage cannot overlap copy and compute inside a block, but at full occupancy other
+  // blocks on the SM hide the waits: the goal is to copy nearly as fast as the SMs can.
+  harness.target({kHeadline, 0.90, course::Yardstick::sm_copy_roof});
+}
+
+/// The occupancy every full-occupancy variant shares, then every variant: the line that says
+/// how it launches and the checked, timed run.
+void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
+                  const course::DeviceSummary& gpu) {
+  const int full_per_sm = full_occupancy(plan.blocks_per_sm);
+  std::cout << "full occupancy: " << full_per_sm << " blocks per SM for every kernel\n";
+  for (const VariantSpec& spec : kVariants) {
+    const int resident = resident_blocks(spec.kernel);
+    const int per_sm = spec.one_block_per_sm ? 1 : full_per_sm;
+    const register_staged::LaunchShape shape{gpu.sm_count * per_sm, kThreads};
+    std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
+              << " per SM; at most " << resident << " fit), batch of " << batch_of(spec.kernel)
+              << " elements; " << spec.what << "\n";
+    harness.run(w.checked(spec.name, launch_of(spec.kernel, w.in.cspan(), w.out.span(), shape)));
+  }
 }
 
 /// The most blocks of kThreads threads one SM holds for the variant's kernel.
@@ -111,18 +191,6 @@ course::Launch launch_of(Kernel kernel, cuda::std::span<const std::uint32_t> in,
   throw std::invalid_argument("05_pipeline_single_stage: unknown kernel");
 }
 
-void print_intro(std::size_t n, bool hopper) {
-  std::cout << "lesson 05 pipeline_single_stage: " << n << " uint32 elements, " << kThreads
-            << " threads per block, batches of " << pipeline_single_stage::batch_elements(kThreads)
-            << " elements (" << pipeline_single_stage::shared_bytes(kThreads) / 1024
-            << " KB), one stage; GB/s counts bytes read + bytes written\n"
-            << "copies: pipelines 16-byte cp.async on every GPU; lesson 03's aligned barrier "
-            << "copy "
-            << (hopper ? "one cp.async.bulk (TMA) per batch on this GPU"
-                       : "16-byte cp.async on this GPU")
-            << "\n";
-}
-
 /// Same occupancy for every kernel: the full-occupancy variants all launch as many blocks per
 /// SM as fit for the kernel that fits the fewest (--blocks-per-sm overrides).
 int full_occupancy(int blocks_per_sm) {
@@ -136,73 +204,34 @@ int full_occupancy(int blocks_per_sm) {
   return full_per_sm;
 }
 
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(kVariants));
+  flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
+                "blocks per SM of every full-occupancy variant (default 0: the most that fit "
+                "every kernel; at most " +
+                    std::to_string(kMaxBlocksPerSm) + ")");
+}
+
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  course::require_in_range("blocks-per-sm", s.blocks_per_sm, 0, kMaxBlocksPerSm);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::CommonOptions options;
-  int blocks_per_sm = 0;
+  Settings settings;
   course::FlagParser flags(
-      "05_pipeline_single_stage",
+      kLesson,
       "Lesson 05: a single-stage cuda::pipeline. Every variant computes the same copy-and-\n"
       "compute workload in 16 KB batches (256 threads x 64 bytes) with one shared buffer.\n"
       "'thread-pipeline' gives each thread its own cuda::pipeline (make_pipeline()) and needs\n"
       "__syncthreads(); 'block-pipeline' shares one pipeline_shared_state<block, 1> across\n"
       "the block. '01-' is lesson 01's register-staged kernel, '03-' lesson 03's one-stage\n"
       "cuda::barrier kernel. '-1-per-SM' variants launch one block per SM.");
-  flags.add_common(options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("blocks-per-sm", &blocks_per_sm, 0,
-                "blocks per SM of every full-occupancy variant (default 0: the most that fit "
-                "every kernel; at most 32)");
-
-  const auto validate = [&] {
-    course::require_in_range("blocks-per-sm", blocks_per_sm, 0, kMaxBlocksPerSm);
-  };
-  const auto body = [&](const course::DeviceSummary& gpu) {
-    const std::size_t n =
-        options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-    print_intro(n, gpu.cc >= course::ComputeCapability{9, 0});
-
-    course::DeviceBuffer<std::uint32_t> in(n), out(n);
-    course::fill_hash(in.span(), /*seed=*/1);
-    // to_host is a synchronous cudaMemcpy: when it returns, the fill is done too.
-    std::vector<std::uint32_t> host_in = course::to_host(in.cspan());
-    std::vector<std::uint32_t> expected(n);
-    course::workload::reference(host_in, expected);
-
-    course::Harness harness("05_pipeline_single_stage", options, gpu);
-    harness.reference_d2d_copy(out.data(), in.data(), in.bytes());
-    // The roof kernel copies whole 16-byte vectors (its rate is per byte, like every row's).
-    harness.roof_sm_copy(out.data(), in.data(), in.bytes() - in.bytes() % 16);
-    harness.baseline("01-coarse");
-    harness.headline("thread-pipeline");
-    // One stage cannot overlap copy and compute inside a block, but at full occupancy other
-    // blocks on the SM hide the waits: the goal is to copy nearly as fast as the SMs can.
-    harness.target({"thread-pipeline", 0.90, course::Yardstick::sm_copy_roof});
-
-    const int full_per_sm = full_occupancy(blocks_per_sm);
-    std::cout << "full occupancy: " << full_per_sm << " blocks per SM for every kernel\n";
-
-    for (const VariantSpec& spec : kVariants) {
-      const int resident = resident_blocks(spec.kernel);
-      const int per_sm = spec.one_block_per_sm ? 1 : full_per_sm;
-      const register_staged::LaunchShape shape{gpu.sm_count * per_sm, kThreads};
-      std::cout << "  " << spec.name << ": " << shape.blocks << " blocks (" << per_sm
-                << " per SM; at most " << resident << " fit), batch of " << batch_of(spec.kernel)
-                << " elements; " << spec.what << "\n";
-
-      harness.run({
-          spec.name,
-          course::workload::bytes_moved(n),
-          launch_of(spec.kernel, in.cspan(), out.span(), shape),
-          [&](cudaStream_t s) { course::poison(out.data(), out.bytes(), s); },
-          [&] {
-            const auto actual = course::to_host(out.cspan());
-            return course::compare_exact<std::uint32_t>(expected, actual);
-          },
-      });
-    }
-    return harness.finish();
-  };
-  return course::run_driver(flags, argc, argv, options, body, validate);
+  add_flags(flags, settings);
+  return course::run_driver(
+      flags, argc, argv, settings.options,
+      [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },
+      [&] { validate(settings); });
 }

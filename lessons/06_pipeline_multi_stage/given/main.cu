@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -24,6 +25,8 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using pipeline_multi_stage::Config;
 using pipeline_multi_stage::Interface;
 using pipeline_multi_stage::kMaxStages;
@@ -32,9 +35,10 @@ using pipeline_multi_stage::kMinStages;
 constexpr int kThreads = 256;
 constexpr int kVectorsPerThread = 4;  // 256 x 4 x 16 B = 16 KB batches: lesson 01's coarse
 constexpr int kDefaultStages = 4;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
+constexpr int kSweepVectors[] = {1, 2, 4, 8};  // the granularity sweep: 4-32 KB batches
+constexpr std::uint32_t kSeed = 6;
 constexpr const char* kLesson = "06_pipeline_multi_stage";
+constexpr const char* kHeadline = "primitives-1-per-SM";
 constexpr const char* kBaseline = "01-coarse-1-per-SM";
 constexpr const char* kBroken = "broken-one-stage-too-many";
 
@@ -49,7 +53,7 @@ struct VariantSpec {
 const std::vector<VariantSpec> kVariants = {
     {kBaseline, true, Interface::primitives, true},
     {"pipeline-1-per-SM", false, Interface::pipeline, true},
-    {"primitives-1-per-SM", false, Interface::primitives, true},
+    {kHeadline, false, Interface::primitives, true},
     {"01-coarse", true, Interface::primitives, false},
     {"pipeline", false, Interface::pipeline, false},
     {"primitives", false, Interface::primitives, false},
@@ -59,44 +63,24 @@ const std::vector<VariantSpec> kVariants = {
 // --variant names it.
 const VariantSpec kBrokenVariant = {kBroken, false, Interface::broken_one_stage_too_many, false};
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  names.emplace_back(kBroken);
-  return names;
-}
-
-std::string kilobytes(std::size_t bytes) { return std::to_string(bytes / 1024) + " KB"; }
-
-std::size_t batch_bytes(int vectors_per_thread) {
-  return pipeline_multi_stage::batch_elements(kThreads, vectors_per_thread) * sizeof(std::uint32_t);
-}
-
-/// The command line: the common flags and lesson 06's own.
+/// The command line, as given: the common flags and lesson 06's own.
 struct Settings {
   course::CommonOptions options;
   int stages = kDefaultStages;
   bool no_sweeps = false;
 };
 
-void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("stages", &s.stages, 0,
-                "stages (shared buffers) of the pipeline and primitives variants and of the "
-                "granularity sweep, 2 to 8 (default 4)");
-  flags.add_bool("no-sweeps", &s.no_sweeps, "skip the stage and granularity sweeps");
-}
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t elements = 0;
+  int stages = 0;       ///< of the main table's pipelines and of the granularity sweep
+  std::string variant;  ///< the one row --variant asks for; empty: every correct row
+  bool sweeps = false;  ///< the sweeps run (not --no-sweeps, every row ran)
+};
 
-/// The range check the flag parser cannot do; run_driver calls it before opening the device.
-void validate(const Settings& s) {
-  course::require_in_range("stages", s.stages, kMinStages, kMaxStages);
-}
-
-/// The workload on the device and its CPU reference, and the launches every row uses.
 /// The problem every row runs, and the two kernels' launches over it.
 struct Workload : course::workload::Problem {
-  explicit Workload(std::size_t elements) : Problem(elements, /*seed=*/6) {}
+  explicit Workload(std::size_t elements) : Problem(elements, kSeed) {}
 
   course::Launch lesson01(register_staged::LaunchShape shape) const {
     return register_staged::prepare_copy_and_compute(in.cspan(), out.span(),
@@ -106,6 +90,53 @@ struct Workload : course::workload::Problem {
     return pipeline_multi_stage::prepare_copy_and_compute(in.cspan(), out.span(), config, shape);
   }
 };
+
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan);
+void add_yardsticks_and_targets(course::Harness& harness, Workload& w);
+void run_variants(course::Harness& harness, Workload& w, const Plan& plan,
+                  const course::DeviceSummary& gpu);
+void run_sweeps(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
+                int stages);
+std::string kilobytes(std::size_t bytes);
+std::size_t batch_bytes(int vectors_per_thread);
+
+/// The output, part by part: the intro line, the table, the sweeps.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_intro(plan);
+  Workload w(plan.elements);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks_and_targets(harness, w);
+  run_variants(harness, w, plan, gpu);
+  if (plan.sweeps) run_sweeps(harness, w, gpu, plan.stages);
+  return harness.finish();
+}
+
+/// --size, --stages, --variant and --no-sweeps resolved: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  // The sweeps, at one block per SM, only when every variant ran (their speed-ups are
+  // relative to the baseline of the main table).
+  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+          s.stages, options.variant, !s.no_sweeps && options.variant.empty()};
+}
+
+void print_intro(const Plan& plan) {
+  std::cout << "lesson 06 pipeline_multi_stage: " << plan.elements << " uint32 elements, "
+            << kThreads << " threads per block, " << plan.stages << " stages of "
+            << kilobytes(batch_bytes(kVectorsPerThread))
+            << " in the main table; GB/s counts bytes read + bytes written\n";
+}
+
+void add_yardsticks_and_targets(course::Harness& harness, Workload& w) {
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.baseline(kBaseline);
+  harness.headline(kHeadline);
+  harness.target({"primitives", 0.95, course::Yardstick::sm_copy_roof});
+  harness.ratio_target({kHeadline, kBaseline, 1.15});
+}
 
 /// One row of the main table: the blocks it launches (one per SM, as many as fit, or, for
 /// the broken variant, about 2 x stages batches per block), the line saying so, the run.
@@ -119,7 +150,8 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
     throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
   }
   std::string what = spec.lesson01
-                         ? "lesson 01's register-staged kernel, 1 buffer of 16 KB"
+                         ? "lesson 01's register-staged kernel, 1 buffer of " +
+                               kilobytes(batch_bytes(kVectorsPerThread))
                          : std::to_string(stages) + " stages of " +
                                kilobytes(batch_bytes(kVectorsPerThread)) + " (" +
                                kilobytes(pipeline_multi_stage::shared_bytes(config, kThreads)) +
@@ -140,6 +172,17 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
   std::cout << "  " << spec.name << ": " << blocks << " blocks (" << per_sm << " per SM; at most "
             << resident << " fit), " << what << "\n";
   harness.run(w.checked(spec.name, spec.lesson01 ? w.lesson01(shape) : w.pipelined(config, shape)));
+}
+
+/// The table's rows: every correct variant, or the one --variant names (the broken one too).
+void run_variants(course::Harness& harness, Workload& w, const Plan& plan,
+                  const course::DeviceSummary& gpu) {
+  std::vector<VariantSpec> specs = kVariants;
+  if (plan.variant == kBroken) specs.push_back(kBrokenVariant);
+  for (const VariantSpec& spec : specs) {
+    if (!plan.variant.empty() && plan.variant != spec.name) continue;
+    run_spec(harness, w, gpu, plan.stages, spec);
+  }
 }
 
 /// One point of a sweep at one block per SM (skipped, and said so, when it does not fit).
@@ -165,7 +208,8 @@ void sweep_point(course::Harness& harness, Workload& w, const course::DeviceSumm
                 w.checked(label, w.pipelined(config, one_per_sm)));
 }
 
-/// The stage sweep (2-8 stages of 16 KB) and the granularity sweep (4-32 KB at --stages).
+/// The stage sweep (every stage count, 16 KB batches) and the granularity sweep (every batch
+/// size of kSweepVectors at --stages).
 void run_sweeps(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
                 int stages) {
   for (Interface interface : {Interface::pipeline, Interface::primitives}) {
@@ -174,7 +218,7 @@ void run_sweeps(course::Harness& harness, Workload& w, const course::DeviceSumma
     }
   }
   for (Interface interface : {Interface::pipeline, Interface::primitives}) {
-    for (int vectors : {1, 2, 4, 8}) {
+    for (int vectors : kSweepVectors) {
       sweep_point(harness, w, gpu, "granularity", {interface, stages, vectors});
     }
   }
@@ -183,52 +227,59 @@ void run_sweeps(course::Harness& harness, Workload& w, const course::DeviceSumma
             << " batches, 'granularity' with " << stages << " stages\n";
 }
 
-int run(const Settings& settings, const course::DeviceSummary& gpu) {
-  const course::CommonOptions& options = settings.options;
-  const std::size_t n =
-      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-  std::cout << "lesson 06 pipeline_multi_stage: " << n << " uint32 elements, " << kThreads
-            << " threads per block, " << settings.stages << " stages of "
-            << kilobytes(batch_bytes(kVectorsPerThread))
-            << " in the main table; GB/s counts bytes read + bytes written\n";
+std::string kilobytes(std::size_t bytes) { return std::to_string(bytes / 1024) + " KB"; }
 
-  Workload w(n);
-  course::Harness harness(kLesson, options, gpu);
-  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.baseline(kBaseline);
-  harness.headline("primitives-1-per-SM");
-  harness.target({"primitives", 0.95, course::Yardstick::sm_copy_roof});
-  harness.ratio_target({"primitives-1-per-SM", kBaseline, 1.15});
+std::size_t batch_bytes(int vectors_per_thread) {
+  return pipeline_multi_stage::batch_elements(kThreads, vectors_per_thread) * sizeof(std::uint32_t);
+}
 
-  std::vector<VariantSpec> specs = kVariants;
-  if (options.variant == kBroken) specs.push_back(kBrokenVariant);
-  for (const VariantSpec& spec : specs) {
-    if (!options.variant.empty() && options.variant != spec.name) continue;
-    run_spec(harness, w, gpu, settings.stages, spec);
-  }
-  // The sweeps, at one block per SM, only when every variant ran (their speed-ups are
-  // relative to the baseline of the main table).
-  if (!settings.no_sweeps && options.variant.empty()) run_sweeps(harness, w, gpu, settings.stages);
-  return harness.finish();
+std::vector<std::string> variant_names() {
+  std::vector<std::string> names = course::names_of(kVariants);
+  names.emplace_back(kBroken);
+  return names;
+}
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, course::workload::size_help(), variant_names());
+  flags.add_int("stages", &s.stages, 0,
+                "stages (shared buffers) of the pipeline and primitives variants and of the "
+                "granularity sweep, " +
+                    std::to_string(kMinStages) + " to " + std::to_string(kMaxStages) +
+                    " (default " + std::to_string(kDefaultStages) + ")");
+  flags.add_bool("no-sweeps", &s.no_sweeps, "skip the stage and granularity sweeps");
+}
+
+/// The usage text's description; the batch size and the sweeps' ranges come from the
+/// constants that define them.
+std::string description() {
+  const std::string stages = std::to_string(kMinStages) + "-" + std::to_string(kMaxStages);
+  const std::string sizes = std::to_string(batch_bytes(kSweepVectors[0]) / 1024) + "-" +
+                            kilobytes(batch_bytes(kSweepVectors[std::size(kSweepVectors) - 1]));
+  return "Lesson 06: multi-stage pipelines. Each block keeps S batches of " +
+         kilobytes(batch_bytes(kVectorsPerThread)) +
+         " in shared\n"
+         "memory and copies the next batches while it computes the current one. 'pipeline'\n"
+         "uses a block-scope cuda::pipeline (acquire/commit/wait/release), 'primitives' the\n"
+         "__pipeline_memcpy_async/commit/wait_prior primitives with a zero-filled last batch;\n"
+         "'01-coarse' is lesson 01's register-staged kernel. '-1-per-SM' variants launch one\n"
+         "block per SM, the others as many as fit. Then a stage sweep (" +
+         stages + ") and a batch\ngranularity sweep (" + sizes +
+         ") at one block per SM; with --csv FILE the sweeps go to\n"
+         "FILE with '_sweep' before '.csv'.\n"
+         "'broken-one-stage-too-many' is DELIBERATELY BROKEN (it prefetches one batch more\n"
+         "than it has buffers; racecheck reports it): it never runs unless --variant names it.";
+}
+
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  course::require_in_range("stages", s.stages, kMinStages, kMaxStages);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Settings settings;
-  course::FlagParser flags(
-      kLesson,
-      "Lesson 06: multi-stage pipelines. Each block keeps S batches of 16 KB in shared\n"
-      "memory and copies the next batches while it computes the current one. 'pipeline'\n"
-      "uses a block-scope cuda::pipeline (acquire/commit/wait/release), 'primitives' the\n"
-      "__pipeline_memcpy_async/commit/wait_prior primitives with a zero-filled last batch;\n"
-      "'01-coarse' is lesson 01's register-staged kernel. '-1-per-SM' variants launch one\n"
-      "block per SM, the others as many as fit. Then a stage sweep (2-8) and a batch\n"
-      "granularity sweep (4-32 KB) at one block per SM; with --csv FILE the sweeps go to\n"
-      "FILE with '_sweep' before '.csv'.\n"
-      "'broken-one-stage-too-many' is DELIBERATELY BROKEN (it prefetches one batch more\n"
-      "than it has buffers; racecheck reports it): it never runs unless --variant names it.");
+  course::FlagParser flags(kLesson, description());
   add_flags(flags, settings);
   return course::run_driver(
       flags, argc, argv, settings.options,

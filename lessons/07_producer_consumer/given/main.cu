@@ -4,7 +4,7 @@
 // occupancy; checks every output element against the CPU reference; compares each variant
 // with a device-to-device cudaMemcpy and with the SM copy roof, both measured in the same
 // run. Then it sweeps the number of producer and consumer warps at one block per SM (every
-// point checked too); with --csv the sweep goes to FILE_sweep.csv.
+// point checked too; parts_sweeps.cu); with --csv the sweep goes to FILE_sweep.csv.
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -21,21 +21,28 @@
 #include "course/workload.h"
 #include "pipeline_multi_stage.cuh"
 #include "producer_consumer.cuh"
+#include "producer_consumer_parts.h"
 #include "register_staged.cuh"
 
 namespace {
 
+namespace parts = producer_consumer::parts;
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 using producer_consumer::Partition;
+using producer_consumer::parts::batch_kilobytes;
 
 constexpr int kUnifiedThreads = 256;  // lessons 01 and 06: 256 threads x 4 vectors = 16 KB
 constexpr int kUnifiedVectors = 4;
+static_assert(parts::kBatchBytes == kUnifiedThreads * kUnifiedVectors * sizeof(uint4),
+              "every variant stages batches of the same size");
 constexpr int kDefaultStages = 4;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
+constexpr std::uint32_t kSeed = 7;
 constexpr const char* kLesson = "07_producer_consumer";
 constexpr const char* kBaseline = "06-pipeline-1-per-SM";
 constexpr const char* kHeadline = "1p8c-1-per-SM";
+constexpr const char* kDefaultPartition = "role";
 
 enum class Kernel { register_staged, unified_pipeline, unified_primitives, partitioned };
 
@@ -54,7 +61,7 @@ const std::vector<VariantSpec> kVariants = {
     {"06-primitives-1-per-SM", Kernel::unified_primitives, 0, 0, true},
     {"01-coarse-1-per-SM", Kernel::register_staged, 0, 0, true},
     {"1p4c-1-per-SM", Kernel::partitioned, 1, 4, true},
-    {"1p8c-1-per-SM", Kernel::partitioned, 1, 8, true},
+    {kHeadline, Kernel::partitioned, 1, 8, true},
     {"2p8c-1-per-SM", Kernel::partitioned, 2, 8, true},
     {"06-pipeline", Kernel::unified_pipeline, 0, 0, false},
     {"06-primitives", Kernel::unified_primitives, 0, 0, false},
@@ -64,48 +71,79 @@ const std::vector<VariantSpec> kVariants = {
     {"2p8c", Kernel::partitioned, 2, 8, false},
 };
 
-// The warp sweep, at one block per SM: producer warps x consumer warps.
-const int kSweepProducerWarps[] = {1, 2, 4};
-const int kSweepConsumerWarps[] = {2, 4, 8, 16};
-
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : kVariants) names.emplace_back(v.name);
-  return names;
-}
-
-/// The command line: the common flags and lesson 07's own.
+/// The command line, as given: the common flags and lesson 07's own.
 struct Settings {
   course::CommonOptions options;
   int stages = kDefaultStages;
   std::string partition_text;
   bool no_sweep = false;
+};
 
-  Partition partition() const {
-    return partition_text == "producer-count" ? Partition::producer_count : Partition::role;
-  }
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t elements = 0;
+  int stages = 0;  ///< of every pipelined variant
+  Partition partition = Partition::role;
+  std::string variant;             ///< the one row --variant asks for; empty: every row
+  bool warp_sweep = false;         ///< the warp sweep runs (not --no-sweep, every row ran)
+  bool every_stage_count = false;  ///< --quick's extra rows (parts::run_every_stage_count)
+
   /// A partitioned pipeline of this run's stages and partition.
-  producer_consumer::Config partitioned_config(int producer_warps, int consumer_warps) const {
-    return producer_consumer::Config{partition(), stages, producer_warps, consumer_warps,
+  producer_consumer::Config partitioned(int producer_warps, int consumer_warps) const {
+    return producer_consumer::Config{partition, stages, producer_warps, consumer_warps,
                                      producer_consumer::kDefaultBatchVectors};
   }
 };
 
-void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("stages", &s.stages, 0,
-                "stages (shared buffers of 16 KB) of every pipelined variant, 2 to 8 (default 4)");
-  flags.add_choice("partition", &s.partition_text, {"role", "producer-count"},
-                   "how the partitioned pipeline is made: make_pipeline with a pipeline_role "
-                   "per thread, or with the number of producer threads (default role)");
-  flags.add_bool("no-sweep", &s.no_sweep, "skip the producer/consumer warp sweep");
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan);
+void add_yardsticks(course::Harness& harness, Problem& w);
+void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
+                  const course::DeviceSummary& gpu);
+
+/// The output, part by part: the intro line, the table, the warp sweep, --quick's extra rows.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_intro(plan);
+  Problem w(plan.elements, kSeed);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks(harness, w);
+  run_variants(harness, w, plan, gpu);
+  if (plan.warp_sweep) parts::run_warp_sweep(harness, w, plan.partition, plan.stages, gpu);
+  if (plan.every_stage_count) {
+    parts::run_every_stage_count(harness, w, plan.partition, plan.stages, gpu);
+  }
+  return harness.finish();
 }
 
-/// The range check the flag parser cannot do; run_driver calls it before opening the device.
-void validate(const Settings& s) {
-  course::require_in_range("stages", s.stages, producer_consumer::kMinStages,
-                           producer_consumer::kMaxStages);
+/// The flags resolved: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  Plan plan;
+  plan.elements = options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  plan.stages = s.stages;
+  plan.partition =
+      s.partition_text == "producer-count" ? Partition::producer_count : Partition::role;
+  plan.variant = options.variant;
+  // The warp sweep at one block per SM, only when every variant ran (its speed-ups are
+  // relative to the baseline of the main table).
+  plan.warp_sweep = !s.no_sweep && options.variant.empty();
+  plan.every_stage_count = options.quick && options.variant.empty();
+  return plan;
+}
+
+void print_intro(const Plan& plan) {
+  std::cout << "lesson 07 producer_consumer: " << plan.elements << " uint32 elements, "
+            << plan.stages << " stages of " << batch_kilobytes() << ", " << name(plan.partition)
+            << " partition; GB/s counts bytes read + bytes written\n";
+}
+
+void add_yardsticks(course::Harness& harness, Problem& w) {
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.baseline(kBaseline);
+  harness.headline(kHeadline);
+  // No numeric target for this lesson: the table reports what the GPU gives.
 }
 
 /// A row of the main table before its block count is known: how many blocks fit on an SM,
@@ -116,7 +154,7 @@ struct Prepared {
   std::function<course::Launch(int)> prepare;
 };
 
-Prepared prepare_spec(const VariantSpec& spec, Problem& w, const Settings& s) {
+Prepared prepare_spec(const VariantSpec& spec, Problem& w, const Plan& plan) {
   Prepared p;
   if (spec.kernel == Kernel::register_staged) {
     const auto g = register_staged::Granularity::coarse;
@@ -125,9 +163,10 @@ Prepared prepare_spec(const VariantSpec& spec, Problem& w, const Settings& s) {
       return register_staged::prepare_copy_and_compute(w.in.cspan(), w.out.span(), g,
                                                        {blocks, kUnifiedThreads});
     };
-    p.what = "lesson 01's register-staged kernel, 256 threads, 1 buffer of 16 KB";
+    p.what = "lesson 01's register-staged kernel, " + std::to_string(kUnifiedThreads) +
+             " threads, 1 buffer of " + batch_kilobytes();
   } else if (spec.kernel == Kernel::partitioned) {
-    const auto config = s.partitioned_config(spec.producer_warps, spec.consumer_warps);
+    const auto config = plan.partitioned(spec.producer_warps, spec.consumer_warps);
     p.resident = producer_consumer::max_blocks_per_sm(config);
     p.prepare = [&w, config](int blocks) {
       return producer_consumer::prepare_copy_and_compute(w.in.cspan(), w.out.span(), config,
@@ -138,21 +177,22 @@ Prepared prepare_spec(const VariantSpec& spec, Problem& w, const Settings& s) {
     using pipeline_multi_stage::Interface;
     const pipeline_multi_stage::Config config{
         spec.kernel == Kernel::unified_pipeline ? Interface::pipeline : Interface::primitives,
-        s.stages, kUnifiedVectors};
+        plan.stages, kUnifiedVectors};
     p.resident = pipeline_multi_stage::max_blocks_per_sm(config, kUnifiedThreads);
     p.prepare = [&w, config](int blocks) {
       return pipeline_multi_stage::prepare_copy_and_compute(w.in.cspan(), w.out.span(), config,
                                                             {blocks, kUnifiedThreads});
     };
     p.what = std::string("lesson 06's unified ") + pipeline_multi_stage::name(config.interface) +
-             " kernel, 256 threads, " + std::to_string(s.stages) + " stages of 16 KB";
+             " kernel, " + std::to_string(kUnifiedThreads) + " threads, " +
+             std::to_string(plan.stages) + " stages of " + batch_kilobytes();
   }
   return p;
 }
 
-void run_spec(course::Harness& harness, Problem& w, const course::DeviceSummary& gpu,
-              const Settings& s, const VariantSpec& spec) {
-  const Prepared p = prepare_spec(spec, w, s);
+void run_spec(course::Harness& harness, Problem& w, const Plan& plan,
+              const course::DeviceSummary& gpu, const VariantSpec& spec) {
+  const Prepared p = prepare_spec(spec, w, plan);
   if (p.resident < 1) {
     throw std::runtime_error(std::string(spec.name) + ": one block does not fit on an SM");
   }
@@ -163,104 +203,68 @@ void run_spec(course::Harness& harness, Problem& w, const course::DeviceSummary&
   harness.run(w.checked(spec.name, p.prepare(blocks)));
 }
 
-/// The warp sweep at one block per SM: producer warps x consumer warps.
-void run_warp_sweep(course::Harness& harness, Problem& w, const course::DeviceSummary& gpu,
-                    const Settings& s) {
-  const int blocks = gpu.sm_count;
-  for (int producers : kSweepProducerWarps) {
-    for (int consumers : kSweepConsumerWarps) {
-      const auto config = s.partitioned_config(producers, consumers);
-      const std::string label = std::to_string(producers) + "p" + std::to_string(consumers) + "c";
-      if (producer_consumer::max_blocks_per_sm(config) < 1) {
-        std::cout << "  warp sweep, " << label << ": skipped, one block does not fit\n";
-        continue;
-      }
-      harness.sweep(
-          "warps",
-          {{"partition", name(s.partition())},
-           {"stages", std::to_string(s.stages)},
-           {"producer_warps", std::to_string(producers)},
-           {"consumer_warps", std::to_string(consumers)},
-           {"threads_per_block", std::to_string(producer_consumer::threads_per_block(config))},
-           {"copies_per_producer_thread",
-            std::to_string(producer_consumer::copies_per_producer_thread(config))},
-           {"blocks", std::to_string(blocks)}},
-          w.checked(label, producer_consumer::prepare_copy_and_compute(w.in.cspan(), w.out.span(),
-                                                                       config, blocks)));
-    }
-  }
-  std::cout << "Warp sweep: Pp Cc = P producer warps + C consumer warps, " << s.stages
-            << " stages of 16 KB, " << name(s.partition()) << " partition, one block per SM ("
-            << blocks << " blocks)\n";
-}
-
-/// --quick only: 1p8c, one block per SM, at every stage count with both partitions (all but
-/// the main table's pair). stage_buffer is compiled once per stage count, the kernel once per
-/// stage count and partition, and the race checks run the program --quick: each copy of the
-/// helpers you wrote must run there to be checked. Stages that do not fit are skipped.
-void run_every_stage_count(course::Harness& harness, Problem& w, const course::DeviceSummary& gpu,
-                           const Settings& s) {
-  for (Partition p : {Partition::role, Partition::producer_count}) {
-    for (int stages = producer_consumer::kMinStages; stages <= producer_consumer::kMaxStages;
-         ++stages) {
-      if (p == s.partition() && stages == s.stages) continue;  // the main table ran it
-      const producer_consumer::Config config{p, stages, 1, 8,
-                                             producer_consumer::kDefaultBatchVectors};
-      const std::string label = std::string(name(p)) + ", " + std::to_string(stages) + " stages";
-      if (producer_consumer::max_blocks_per_sm(config) < 1) {
-        std::cout << "  stages (--quick), " << label << ": skipped, one block does not fit\n";
-        continue;
-      }
-      harness.sweep("stages (--quick)",
-                    {{"partition", name(p)}, {"stages", std::to_string(stages)}},
-                    w.checked(label, producer_consumer::prepare_copy_and_compute(
-                                         w.in.cspan(), w.out.span(), config, gpu.sm_count)));
-    }
-  }
-}
-
-int run(const Settings& s, const course::DeviceSummary& gpu) {
-  const course::CommonOptions& options = s.options;
-  const std::size_t n =
-      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-  std::cout << "lesson 07 producer_consumer: " << n << " uint32 elements, " << s.stages
-            << " stages of 16 KB, " << name(s.partition())
-            << " partition; GB/s counts bytes read + bytes written\n";
-
-  Problem w(n, /*seed=*/7);
-  course::Harness harness(kLesson, options, gpu);
-  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.baseline(kBaseline);
-  harness.headline(kHeadline);
-  // No numeric target for this lesson: the table reports what the GPU gives.
-
+/// The table's rows: every variant, or the one --variant names.
+void run_variants(course::Harness& harness, Problem& w, const Plan& plan,
+                  const course::DeviceSummary& gpu) {
   for (const VariantSpec& spec : kVariants) {
-    if (!options.variant.empty() && options.variant != spec.name) continue;
-    run_spec(harness, w, gpu, s, spec);
+    if (!plan.variant.empty() && plan.variant != spec.name) continue;
+    run_spec(harness, w, plan, gpu, spec);
   }
-  // The warp sweep at one block per SM, only when every variant ran (its speed-ups are
-  // relative to the baseline of the main table).
-  if (!s.no_sweep && options.variant.empty()) run_warp_sweep(harness, w, gpu, s);
-  if (options.quick && options.variant.empty()) run_every_stage_count(harness, w, gpu, s);
-  return harness.finish();
+}
+
+/// "1, 2, 4": a sweep's list as the usage text writes it.
+template <std::size_t N>
+std::string listed(const int (&values)[N]) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return text;
+}
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(kVariants));
+  flags.add_int("stages", &s.stages, 0,
+                "stages (shared buffers of " + batch_kilobytes() +
+                    ") of every pipelined variant, " +
+                    std::to_string(producer_consumer::kMinStages) + " to " +
+                    std::to_string(producer_consumer::kMaxStages) + " (default " +
+                    std::to_string(kDefaultStages) + ")");
+  flags.add_choice("partition", &s.partition_text, {kDefaultPartition, "producer-count"},
+                   "how the partitioned pipeline is made: make_pipeline with a pipeline_role "
+                   "per thread, or with the number of producer threads (default " +
+                       std::string(kDefaultPartition) + ")");
+  flags.add_bool("no-sweep", &s.no_sweep, "skip the producer/consumer warp sweep");
+}
+
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  course::require_in_range("stages", s.stages, producer_consumer::kMinStages,
+                           producer_consumer::kMaxStages);
+}
+
+/// The usage text's description; the batch size and the sweep's lists come from the
+/// constants that define them.
+std::string description() {
+  std::string producers = listed(parts::kSweepProducerWarps);  // "1, 2, 4"
+  producers.replace(producers.rfind(' '), 1, "\n");            // the text wraps before the last
+  return "Lesson 07: producer and consumer warps. A partitioned block-scope cuda::pipeline:\n"
+         "the first warps of each block only copy (acquire, memcpy_async, commit), the\n"
+         "others only compute (wait, compute, release). 'PpCc' = P producer warps + C\n"
+         "consumer warps. '06-pipeline' and '06-primitives' are lesson 06's unified kernels\n"
+         "(every thread copies and computes), '01-coarse' is lesson 01's register-staged\n"
+         "kernel; all use " +
+         batch_kilobytes() +
+         " batches and the same stage count. '-1-per-SM' variants launch\n"
+         "one block per SM, the others as many as fit. Then a sweep of producer warps (" +
+         producers + ") x consumer warps (" + listed(parts::kSweepConsumerWarps) +
+         ") at one block per SM; with --csv FILE the sweep\n"
+         "goes to FILE with '_sweep' before '.csv'.";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Settings settings;
-  course::FlagParser flags(
-      kLesson,
-      "Lesson 07: producer and consumer warps. A partitioned block-scope cuda::pipeline:\n"
-      "the first warps of each block only copy (acquire, memcpy_async, commit), the\n"
-      "others only compute (wait, compute, release). 'PpCc' = P producer warps + C\n"
-      "consumer warps. '06-pipeline' and '06-primitives' are lesson 06's unified kernels\n"
-      "(every thread copies and computes), '01-coarse' is lesson 01's register-staged\n"
-      "kernel; all use 16 KB batches and the same stage count. '-1-per-SM' variants launch\n"
-      "one block per SM, the others as many as fit. Then a sweep of producer warps (1, 2,\n"
-      "4) x consumer warps (2, 4, 8, 16) at one block per SM; with --csv FILE the sweep\n"
-      "goes to FILE with '_sweep' before '.csv'.");
+  course::FlagParser flags(kLesson, description());
   add_flags(flags, settings);
   return course::run_driver(
       flags, argc, argv, settings.options,

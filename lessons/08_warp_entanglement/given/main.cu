@@ -25,32 +25,78 @@
 
 namespace {
 
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
 using course::workload::Problem;
 
 namespace we = warp_entanglement;
 
 constexpr int kThreads = 256;
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
-constexpr int kMaxBlocksPerSm = 32;                       // no GPU of the course holds more
+constexpr int kDefaultBlocksPerSm = 1;  // one block's pipeline is all there is to hide latency
+constexpr int kMaxBlocksPerSm = 32;     // no GPU of the course holds more
+constexpr std::uint32_t kSeed = 8;
 constexpr const char* kLesson = "08_warp_entanglement";
 constexpr const char* kBaseline = "converged";
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const we::VariantSpec& v : we::variants()) names.emplace_back(v.name);
-  return names;
-}
-
-/// The command line: the common flags and --blocks-per-sm.
+/// The command line, as given: the common flags and --blocks-per-sm.
 struct Settings {
   course::CommonOptions options;
-  int blocks_per_sm = 1;
+  int blocks_per_sm = kDefaultBlocksPerSm;
 };
 
-/// The range check the flag parser cannot do; run_driver calls it before opening the device.
-void validate(const Settings& s) {
-  course::require_in_range("blocks-per-sm", s.blocks_per_sm, 0, kMaxBlocksPerSm);
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t elements = 0;
+  int blocks_per_sm = 0;  ///< 0: as many as fit
+  std::string variant;    ///< the one variant --variant asks for; empty: every variant
+};
+
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan);
+void add_yardsticks(course::Harness& harness, Problem& w);
+std::vector<we::LaunchShape> launch_shapes(int blocks_per_sm, const course::DeviceSummary& gpu);
+void run_entanglement_report(course::Harness& harness, Problem& w,
+                             const std::vector<we::LaunchShape>& shapes, const std::string& variant,
+                             const course::DeviceSummary& gpu);
+void run_table(course::Harness& harness, Problem& w, const std::vector<we::LaunchShape>& shapes,
+               const std::string& variant);
+
+/// The output, part by part: the intro line, the model's example, the variants' launches, the
+/// entanglement report, the harness table.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  print_intro(plan);
+  Problem w(plan.elements, kSeed);
+  we::model::print_fully_diverged_example(std::cout);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks(harness, w);
+  const std::vector<we::LaunchShape> shapes = launch_shapes(plan.blocks_per_sm, gpu);
+  run_entanglement_report(harness, w, shapes, plan.variant, gpu);
+  run_table(harness, w, shapes, plan.variant);
+  return harness.finish();
+}
+
+/// --size, or the default of a full or a --quick run: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+          s.blocks_per_sm, options.variant};
+}
+
+void print_intro(const Plan& plan) {
+  std::cout << "lesson 08 warp_entanglement: " << plan.elements << " uint32 elements, " << kThreads
+            << " threads per block, " << we::kStages << " buffers of "
+            << we::batch_elements(kThreads) * sizeof(std::uint32_t) / 1024
+            << " KB; batch k+1 starts before wait_prior(" << we::kAllowedPending
+            << ") for batch k; GB/s counts bytes read + bytes written\n";
+}
+
+void add_yardsticks(course::Harness& harness, Problem& w) {
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  // The roof copies whole 16-byte vectors: the largest multiple of 16 bytes (a rate).
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes() / 16 * 16);
+  harness.baseline(kBaseline);
+  harness.headline(kBaseline);
 }
 
 /// Every variant's launch shape, one line each. One block per SM by default: the variant's
@@ -76,7 +122,7 @@ void run_entanglement_report(course::Harness& harness, Problem& w,
                              const std::vector<we::LaunchShape>& shapes, const std::string& variant,
                              const course::DeviceSummary& gpu) {
   const std::vector<std::string> reported =
-      variant.empty() ? variant_names() : we::with_controls(variant);
+      variant.empty() ? course::names_of(we::variants()) : we::with_controls(variant);
   std::vector<we::EntanglementRow> rows;
   for (std::size_t i = 0; i < we::variants().size(); ++i) {
     const we::VariantSpec& spec = we::variants()[i];
@@ -107,52 +153,43 @@ void run_table(course::Harness& harness, Problem& w, const std::vector<we::Launc
   }
 }
 
-int run(const Settings& s, const course::DeviceSummary& gpu) {
-  const course::CommonOptions& options = s.options;
-  const std::size_t n =
-      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-  std::cout << "lesson 08 warp_entanglement: " << n << " uint32 elements, " << kThreads
-            << " threads per block, " << we::kStages << " buffers of "
-            << we::batch_elements(kThreads) * sizeof(std::uint32_t) / 1024
-            << " KB; batch k+1 starts before wait_prior(" << we::kAllowedPending
-            << ") for batch k; GB/s counts bytes read + bytes written\n";
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, course::workload::size_help(), course::names_of(we::variants()));
+  flags.add_int("blocks-per-sm", &s.blocks_per_sm, 0,
+                "blocks per SM, at most " + std::to_string(kMaxBlocksPerSm) + " (default " +
+                    std::to_string(kDefaultBlocksPerSm) +
+                    ", where one block's pipeline is all there "
+                    "is to hide latency; 0: as many as fit)");
+}
 
-  Problem w(n, /*seed=*/8);
-  we::model::print_fully_diverged_example(std::cout);
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  course::require_in_range("blocks-per-sm", s.blocks_per_sm, 0, kMaxBlocksPerSm);
+}
 
-  course::Harness harness(kLesson, options, gpu);
-  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
-  // The roof copies whole 16-byte vectors: the largest multiple of 16 bytes (a rate).
-  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes() / 16 * 16);
-  harness.baseline(kBaseline);
-  harness.headline(kBaseline);
-
-  const std::vector<we::LaunchShape> shapes = launch_shapes(s.blocks_per_sm, gpu);
-  run_entanglement_report(harness, w, shapes, options.variant, gpu);
-  run_table(harness, w, shapes, options.variant);
-  return harness.finish();
+/// The usage text's description; the buffers, their size and the wait's count come from the
+/// lesson's constants.
+std::string description() {
+  return "Lesson 08: warp entanglement. The same copy-and-compute kernel (pipeline primitives,\n" +
+         std::to_string(we::kStages) + " buffers of " +
+         std::to_string(we::batch_elements(kThreads) * sizeof(std::uint32_t) / 1024) +
+         " KB; each step starts batch k+1, then waits with __pipeline_wait_prior(" +
+         std::to_string(we::kAllowedPending) +
+         ")\n"
+         "for batch k and computes it) commits and arrives on (cp.async.mbarrier.arrive)\n"
+         "converged, from a data-dependent branch with 32 or 4 paths, or after that branch with\n"
+         "and without __syncwarp(). The driver prints what the model of the warp-shared batch\n"
+         "sequence predicts next to what one instrumented launch per variant measured (with\n"
+         "--csv FILE.csv: FILE_sweep.csv), then times the uninstrumented kernels against a D2D\n"
+         "cudaMemcpy and the SM copy roof (FILE.csv).";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Settings settings;
-  course::FlagParser flags(
-      kLesson,
-      "Lesson 08: warp entanglement. The same copy-and-compute kernel (pipeline primitives,\n"
-      "3 buffers of 16 KB; each step starts batch k+1, then waits with __pipeline_wait_prior(1)\n"
-      "for batch k and computes it) commits and arrives on (cp.async.mbarrier.arrive)\n"
-      "converged, from a data-dependent branch with 32 or 4 paths, or after that branch with\n"
-      "and without __syncwarp(). The driver prints what the model of the warp-shared batch\n"
-      "sequence predicts next to what one instrumented launch per variant measured (with\n"
-      "--csv FILE.csv: FILE_sweep.csv), then times the uninstrumented kernels against a D2D\n"
-      "cudaMemcpy and the SM copy roof (FILE.csv).");
-  flags.add_common(settings.options,
-                   "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("blocks-per-sm", &settings.blocks_per_sm, 0,
-                "blocks per SM, at most 32 (default 1, where one block's pipeline is all there "
-                "is to hide latency; 0: as many as fit)");
+  course::FlagParser flags(kLesson, description());
+  add_flags(flags, settings);
   return course::run_driver(
       flags, argc, argv, settings.options,
       [&](const course::DeviceSummary& gpu) { return run(settings, gpu); },

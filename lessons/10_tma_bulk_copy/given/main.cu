@@ -4,26 +4,27 @@
 // kernel and lesson 09's best cp.async variant, plus the plain bulk copy in both barrier
 // flavours. Every output element is checked against the CPU reference, and every bounded
 // wait that timed out is reported. Each figure is compared with a device-to-device
-// cudaMemcpy and with the SM copy roof of the same run. Then a stage sweep (2-8) and a
-// granularity sweep (4-32 KB) of the TMA pipeline and of lesson 06's primitives at one
-// block per SM; with --csv the sweeps go to FILE_sweep.csv for tools/plot_pipeline_sweep.py.
+// cudaMemcpy and with the SM copy roof of the same run. Then a stage sweep and a granularity
+// sweep of the TMA pipeline and of lesson 06's primitives at one block per SM
+// (parts_sweeps.cu); with --csv the sweeps go to FILE_sweep.csv for
+// tools/plot_pipeline_sweep.py.
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "course/buffers.h"
-#include "course/data.h"
 #include "course/device.h"
+#include "course/flags.h"
 #include "course/harness.h"
 #include "course/launch.h"
-#include "course/problem.h"
-#include "course/workload.h"
+#include "course/mbarrier.cuh"
 #include "pipeline_multi_stage.cuh"
 #include "tma_bulk_copy.cuh"
+#include "tma_bulk_copy_parts.h"
 #if __has_include("ptx_cp_async.cuh")
 #include "ptx_cp_async.cuh"
 #define COURSE_L10_WITH_LESSON_09 1
@@ -33,13 +34,18 @@
 
 namespace {
 
+namespace parts = tma_bulk_copy::parts;
+using course::workload::kDefaultElements;
+using course::workload::kQuickElements;
+using parts::batch_bytes;
+using parts::kilobytes;
+using parts::kThreads;
+using parts::kVectorsPerThread;
+using parts::Workload;
 using tma_bulk_copy::Config;
 using tma_bulk_copy::Variant;
 
-constexpr int kThreads = 256;
-constexpr int kVectorsPerThread = 4;  // 256 x 4 x 16 B = 16 KB batches, as in lessons 06 and 09
-constexpr std::uint64_t kDefaultElements = 256ull << 20;  // 1 GiB of input: far beyond L2
-constexpr std::uint64_t kQuickElements = 1000003;         // prime: never a whole batch
+constexpr int kLesson06Stages = 4;  // lesson 06's default
 constexpr const char* kLesson = "10_tma_bulk_copy";
 constexpr const char* kBaseline = "06-primitives";
 constexpr const char* kLesson09 = "09-best";
@@ -71,81 +77,19 @@ const std::vector<VariantSpec> kBrokenVariants = {
     {"broken-missing-proxy-fence", Kind::tma, Variant::broken_missing_proxy_fence},
 };
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const auto& v : correct_variants()) names.push_back(v.name);
-  for (const auto& v : kBrokenVariants) names.push_back(v.name);
-  return names;
-}
-
-std::string kilobytes(std::size_t bytes) { return std::to_string(bytes / 1024) + " KB"; }
-
-std::size_t batch_bytes(int vectors_per_thread) {
-  return tma_bulk_copy::batch_elements(kThreads, vectors_per_thread) * sizeof(std::uint32_t);
-}
-
-/// The command line: the common flags and lesson 10's own.
+/// The command line, as given: the common flags and lesson 10's own.
 struct Settings {
   course::CommonOptions options;
   int stages = Config{}.stages;
   bool no_sweeps = false;
 };
 
-void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options, "uint32 elements of input (default 256M = 1 GiB; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("stages", &s.stages, 0,
-                "stages of the tma-pipeline variant and of the granularity sweep, 2 to 8 "
-                "(default 4)");
-  flags.add_bool("no-sweeps", &s.no_sweeps, "skip the stage and granularity sweeps");
-}
-
-/// The range check the flag parser cannot do; run_driver calls it before opening the device.
-void validate(const Settings& s) {
-  course::require_in_range("stages", s.stages, tma_bulk_copy::kMinStages,
-                           tma_bulk_copy::kMaxStages);
-}
-
-/// The problem every row runs, and what the plain bulk copy must produce.
-struct Workload : course::workload::Problem {
-  explicit Workload(std::size_t elements)
-      : Problem(elements, kSeed),
-        copy_bytes(n * sizeof(std::uint32_t) / 16 * 16),
-        copied(copy_bytes / sizeof(std::uint32_t)) {
-    // The plain bulk copy moves the whole 16-byte chunks of the input unchanged: the
-    // input's prefix, the same hash the device fill wrote.
-    course::fill_hash_host(copied, kSeed);
-  }
-
-  /// A checked variant: poison the output, run once, then report any bounded wait that timed
-  /// out and compare every element (all of them, or the copied prefix).
-  course::Variant checked(const std::string& name, course::Launch run, bool copy_only = false) {
-    return course::Variant{
-        name,
-        copy_only ? 2.0 * static_cast<double>(copy_bytes) : course::workload::bytes_moved(n),
-        std::move(run),
-        [this](cudaStream_t s) { poison_output(s); },
-        [this, name, copy_only] {
-          const unsigned errors = tma_bulk_copy::take_wait_errors();
-          const std::vector<std::uint32_t> got = course::to_host(out.cspan());
-          course::Comparison c =
-              copy_only
-                  ? course::compare_exact<std::uint32_t>(
-                        copied, cuda::std::span<const std::uint32_t>(got.data(), copied.size()))
-                  : course::compare_exact<std::uint32_t>(expected, got);
-          if (errors != tma_bulk_copy::kNoWaitError) {
-            std::cout << "  " << name << ": " << tma_bulk_copy::describe_wait_errors(errors)
-                      << "\n";
-            c.mismatches = std::max<std::size_t>(c.mismatches, 1);
-          }
-          return c;
-        },
-    };
-  }
-
-  static constexpr std::uint32_t kSeed = 10;
-  const std::size_t copy_bytes;       ///< the bulk copy's bytes: whole 16-byte chunks
-  std::vector<std::uint32_t> copied;  ///< the bulk copy's output: the input's prefix
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  std::size_t elements = 0;
+  int stages = 0;       ///< of the tma-pipeline variant and of the granularity sweep
+  std::string variant;  ///< the one row --variant asks for; empty: every correct row
+  bool sweeps = false;  ///< the sweeps run (not --no-sweeps, every row ran)
 };
 
 /// A variant ready to run: its launch, its blocks per SM, and the line that describes it.
@@ -155,13 +99,60 @@ struct Prepared {
   std::string what;
 };
 
+Plan make_plan(const Settings& s);
+void print_intro(const Plan& plan);
+void add_yardsticks_and_targets(course::Harness& harness, Workload& w);
+void run_variants(course::Harness& harness, Workload& w, const Plan& plan,
+                  const course::DeviceSummary& gpu);
+
+/// The output, part by part: the intro lines, the table, the sweeps.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  course::require_compute_capability(gpu, {9, 0}, "lesson 10 (cp.async.bulk, mbarrier tx counts)");
+  const Plan plan = make_plan(s);
+  print_intro(plan);
+  Workload w(plan.elements);
+  course::Harness harness(kLesson, s.options, gpu);
+  add_yardsticks_and_targets(harness, w);
+  run_variants(harness, w, plan, gpu);
+  if (plan.sweeps) parts::run_sweeps(harness, w, gpu, plan.stages);
+  return harness.finish();
+}
+
+/// --size, --stages, --variant and --no-sweeps resolved: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  // The sweeps, at one block per SM, only when every variant ran.
+  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+          s.stages, options.variant, !s.no_sweeps && options.variant.empty()};
+}
+
+void print_intro(const Plan& plan) {
+  std::cout << "lesson 10 tma_bulk_copy: " << plan.elements << " uint32 elements, " << kThreads
+            << " consumer threads per block, " << plan.stages << " stages of "
+            << kilobytes(batch_bytes(kVectorsPerThread))
+            << " in the main table; GB/s counts bytes read + bytes written\n";
+  if (!COURSE_L10_WITH_LESSON_09) {
+    std::cout << "lesson 09 is not part of this build: no 09-best row, no target against it\n";
+  }
+}
+
+void add_yardsticks_and_targets(course::Harness& harness, Workload& w) {
+  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
+  harness.baseline(kBaseline);
+  harness.headline(kHeadline);
+  harness.target({kHeadline, 0.98, course::Yardstick::sm_copy_roof});
+  if (COURSE_L10_WITH_LESSON_09) harness.ratio_target({kHeadline, kLesson09, 1.0});
+}
+
 /// Lesson 06's primitives kernel at lesson 06's settings, as many blocks per SM as fit.
 Prepared prepare_lesson06(Workload& w, const course::DeviceSummary& gpu) {
   Prepared p;
-  const pipeline_multi_stage::Config c{pipeline_multi_stage::Interface::primitives, 4,
+  const pipeline_multi_stage::Config c{pipeline_multi_stage::Interface::primitives, kLesson06Stages,
                                        kVectorsPerThread};
   p.resident = pipeline_multi_stage::max_blocks_per_sm(c, kThreads);
-  p.what = "lesson 06's primitives kernel, 4 stages of 16 KB";
+  p.what = "lesson 06's primitives kernel, " + std::to_string(kLesson06Stages) + " stages of " +
+           kilobytes(batch_bytes(kVectorsPerThread));
   p.launch = pipeline_multi_stage::prepare_copy_and_compute(
       w.in.cspan(), w.out.span(), c, {gpu.sm_count * std::max(p.resident, 1), kThreads});
   return p;
@@ -189,16 +180,17 @@ Prepared prepare_tma(const VariantSpec& spec, Workload& w, const course::DeviceS
   const Config c{spec.variant, stages, kVectorsPerThread};
   p.resident = tma_bulk_copy::max_blocks_per_sm(c, kThreads);
   const register_staged::LaunchShape shape{gpu.sm_count * std::max(p.resident, 1), kThreads};
+  const std::string batch = kilobytes(batch_bytes(kVectorsPerThread));
   p.what = spec.variant == Variant::pipeline
-               ? std::to_string(stages) + " stages of 16 KB + a producer warp"
-               : "one 16 KB input and one 16 KB output buffer";
+               ? std::to_string(stages) + " stages of " + batch + " + a producer warp"
+               : "one " + batch + " input and one " + batch + " output buffer";
   if (spec.kind == Kind::bulk_copy_ptx || spec.kind == Kind::bulk_copy_barrier) {
     p.launch = tma_bulk_copy::prepare_bulk_copy(w.in.data(), w.out.data(), w.copy_bytes,
                                                 spec.kind == Kind::bulk_copy_ptx
                                                     ? tma_bulk_copy::Barrier::ptx
                                                     : tma_bulk_copy::Barrier::cuda_barrier,
                                                 shape, kVectorsPerThread);
-    p.what = "a plain copy of the input, 16 KB chunks, TMA load and store";
+    p.what = "a plain copy of the input, " + batch + " chunks, TMA load and store";
   } else {
     p.launch = tma_bulk_copy::prepare_copy_and_compute(w.in.cspan(), w.out.span(), c, shape);
   }
@@ -208,9 +200,9 @@ Prepared prepare_tma(const VariantSpec& spec, Workload& w, const course::DeviceS
 
 /// Runs one row of the main table (unless --variant names another), after the line that
 /// says how it launches.
-void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
-              const Settings& settings, const VariantSpec& spec) {
-  if (!settings.options.variant.empty() && settings.options.variant != spec.name) return;
+void run_spec(course::Harness& harness, Workload& w, const Plan& plan,
+              const course::DeviceSummary& gpu, const VariantSpec& spec) {
+  if (!plan.variant.empty() && plan.variant != spec.name) return;
   Prepared p;
   if (spec.kind == Kind::lesson06) {
     p = prepare_lesson06(w, gpu);
@@ -219,7 +211,7 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
     p = prepare_lesson09(w, gpu);
 #endif
   } else {
-    p = prepare_tma(spec, w, gpu, settings.stages);
+    p = prepare_tma(spec, w, gpu, plan.stages);
   }
   if (p.resident < 1) throw std::runtime_error(spec.name + ": one block does not fit on an SM");
   std::cout << "  " << spec.name << ": " << gpu.sm_count * p.resident << " blocks (" << p.resident
@@ -228,102 +220,71 @@ void run_spec(course::Harness& harness, Workload& w, const course::DeviceSummary
   harness.run(w.checked(spec.name, std::move(p.launch), copy_only));
 }
 
-/// One point of a sweep, at one block per SM: the TMA pipeline or lesson 06's primitives at
-/// `s` stages of `vectors` vectors per thread (skipped, and said so, when it does not fit).
-void sweep_point(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
-                 const std::string& sweep, bool tma, int s, int vectors) {
-  const register_staged::LaunchShape one_per_sm{gpu.sm_count, kThreads};
-  const std::string interface = tma ? "pipeline" : "primitives";
-  const std::string label = std::string(tma ? "tma-pipeline" : "06-primitives") + ", " +
-                            std::to_string(s) + " stages, " + kilobytes(batch_bytes(vectors));
-  const Config c{Variant::pipeline, s, vectors};
-  const pipeline_multi_stage::Config c06{pipeline_multi_stage::Interface::primitives, s, vectors};
-  const int fits = tma ? tma_bulk_copy::max_blocks_per_sm(c, kThreads)
-                       : pipeline_multi_stage::max_blocks_per_sm(c06, kThreads);
-  if (fits < 1) {
-    std::cout << "  " << sweep << " sweep, " << label << ": skipped, does not fit one SM\n";
-    return;
-  }
-  course::Launch launch =
-      tma ? tma_bulk_copy::prepare_copy_and_compute(w.in.cspan(), w.out.span(), c, one_per_sm)
-          : pipeline_multi_stage::prepare_copy_and_compute(w.in.cspan(), w.out.span(), c06,
-                                                           one_per_sm);
-  harness.sweep(sweep,
-                {{"interface", interface},
-                 {"stages", std::to_string(s)},
-                 {"vectors_per_thread", std::to_string(vectors)},
-                 {"batch_bytes", std::to_string(batch_bytes(vectors))},
-                 {"threads_per_block", std::to_string(kThreads)},
-                 {"blocks", std::to_string(one_per_sm.blocks)}},
-                w.checked(label, std::move(launch)));
-}
-
-/// The stage sweep (2-8 stages of 16 KB) and the granularity sweep (4-32 KB at --stages).
-void run_sweeps(course::Harness& harness, Workload& w, const course::DeviceSummary& gpu,
-                int stages) {
-  for (bool tma : {true, false}) {
-    for (int s = tma_bulk_copy::kMinStages; s <= tma_bulk_copy::kMaxStages; ++s) {
-      sweep_point(harness, w, gpu, "stages", tma, s, kVectorsPerThread);
-    }
-  }
-  for (bool tma : {true, false}) {
-    for (int vectors : {1, 2, 4, 8})
-      sweep_point(harness, w, gpu, "granularity", tma, stages, vectors);
-  }
-  std::cout << "Sweeps: one block per SM (" << gpu.sm_count << " blocks of " << kThreads
-            << " consumer threads; the TMA pipeline adds a producer warp); interface "
-               "'pipeline' is this lesson's TMA pipeline, 'primitives' lesson 06's kernel\n";
-}
-
-int run(const Settings& settings, const course::DeviceSummary& gpu) {
-  const course::CommonOptions& options = settings.options;
-  course::require_compute_capability(gpu, {9, 0}, "lesson 10 (cp.async.bulk, mbarrier tx counts)");
-  const std::size_t n =
-      options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
-  std::cout << "lesson 10 tma_bulk_copy: " << n << " uint32 elements, " << kThreads
-            << " consumer threads per block, " << settings.stages << " stages of "
-            << kilobytes(batch_bytes(kVectorsPerThread))
-            << " in the main table; GB/s counts bytes read + bytes written\n";
-  if (!COURSE_L10_WITH_LESSON_09) {
-    std::cout << "lesson 09 is not part of this build: no 09-best row, no target against it\n";
-  }
-
-  Workload w(n);
-  course::Harness harness(kLesson, options, gpu);
-  harness.reference_d2d_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.roof_sm_copy(w.out.data(), w.in.data(), w.in.bytes());
-  harness.baseline(kBaseline);
-  harness.headline(kHeadline);
-  harness.target({kHeadline, 0.98, course::Yardstick::sm_copy_roof});
-  if (COURSE_L10_WITH_LESSON_09) harness.ratio_target({kHeadline, kLesson09, 1.0});
-
-  for (const VariantSpec& spec : correct_variants()) run_spec(harness, w, gpu, settings, spec);
+/// The table's rows: every correct variant, then the broken one --variant names.
+void run_variants(course::Harness& harness, Workload& w, const Plan& plan,
+                  const course::DeviceSummary& gpu) {
+  for (const VariantSpec& spec : correct_variants()) run_spec(harness, w, plan, gpu, spec);
   for (const VariantSpec& spec : kBrokenVariants) {
-    if (options.variant == spec.name) run_spec(harness, w, gpu, settings, spec);
+    if (plan.variant == spec.name) run_spec(harness, w, plan, gpu, spec);
   }
-  // The sweeps, at one block per SM, only when every variant ran.
-  if (!settings.no_sweeps && options.variant.empty()) run_sweeps(harness, w, gpu, settings.stages);
-  return harness.finish();
+}
+
+std::vector<std::string> variant_names() {
+  std::vector<std::string> names;
+  for (const auto& v : correct_variants()) names.push_back(v.name);
+  for (const auto& v : kBrokenVariants) names.push_back(v.name);
+  return names;
+}
+
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options, course::workload::size_help(), variant_names());
+  flags.add_int("stages", &s.stages, 0,
+                "stages of the tma-pipeline variant and of the granularity sweep, " +
+                    std::to_string(tma_bulk_copy::kMinStages) + " to " +
+                    std::to_string(tma_bulk_copy::kMaxStages) + " (default " +
+                    std::to_string(Config{}.stages) + ")");
+  flags.add_bool("no-sweeps", &s.no_sweeps, "skip the stage and granularity sweeps");
+}
+
+/// The range check the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  course::require_in_range("stages", s.stages, tma_bulk_copy::kMinStages,
+                           tma_bulk_copy::kMaxStages);
+}
+
+/// The usage text's description; the batch size, the sweeps' ranges and the wait limit come
+/// from the constants that define them.
+std::string description() {
+  const std::string batch = kilobytes(batch_bytes(kVectorsPerThread));
+  const std::string stages =
+      std::to_string(tma_bulk_copy::kMinStages) + "-" + std::to_string(tma_bulk_copy::kMaxStages);
+  const std::string sizes =
+      std::to_string(batch_bytes(parts::kSweepVectors[0]) / 1024) + "-" +
+      kilobytes(batch_bytes(parts::kSweepVectors[std::size(parts::kSweepVectors) - 1]));
+  return "Lesson 10: bulk copies (TMA) with mbarrier transaction counts; needs compute\n"
+         "capability 9.0. 'tma-pipeline' keeps S batches of " +
+         batch +
+         " per block, a full and an empty\n"
+         "mbarrier per batch and one producer warp whose elected lane issues cp.async.bulk;\n"
+         "'tma-single-ptx' / 'tma-single-barrier' use one buffer, written with cuda::ptx and with\n"
+         "cuda::barrier + memcpy_async_tx, and store their outputs with the bulk store;\n"
+         "'bulk-copy-*' copy the input unchanged (load and store by TMA). '06-primitives' is\n"
+         "lesson 06's kernel, '09-best' lesson 09's default cp.async variant. Then stage (" +
+         stages + ")\nand granularity (" + sizes +
+         ") sweeps at one block per SM; with --csv FILE the sweeps go to\n"
+         "FILE with '_sweep' before '.csv'.\n"
+         "'broken-wrong-expect-tx', 'broken-parity-not-flipped' and 'broken-missing-proxy-fence'\n"
+         "are DELIBERATELY BROKEN and run only when --variant names them; every wait is bounded,\n"
+         "so the first ends with a clear error after " +
+         std::to_string(course::mbarrier::kWaitLimitNs / 1'000'000'000ull) +
+         " s instead of hanging.";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Settings settings;
-  course::FlagParser flags(
-      kLesson,
-      "Lesson 10: bulk copies (TMA) with mbarrier transaction counts; needs compute\n"
-      "capability 9.0. 'tma-pipeline' keeps S batches of 16 KB per block, a full and an empty\n"
-      "mbarrier per batch and one producer warp whose elected lane issues cp.async.bulk;\n"
-      "'tma-single-ptx' / 'tma-single-barrier' use one buffer, written with cuda::ptx and with\n"
-      "cuda::barrier + memcpy_async_tx, and store their outputs with the bulk store;\n"
-      "'bulk-copy-*' copy the input unchanged (load and store by TMA). '06-primitives' is\n"
-      "lesson 06's kernel, '09-best' lesson 09's default cp.async variant. Then stage (2-8)\n"
-      "and granularity (4-32 KB) sweeps at one block per SM; with --csv FILE the sweeps go to\n"
-      "FILE with '_sweep' before '.csv'.\n"
-      "'broken-wrong-expect-tx', 'broken-parity-not-flipped' and 'broken-missing-proxy-fence'\n"
-      "are DELIBERATELY BROKEN and run only when --variant names them; every wait is bounded,\n"
-      "so the first ends with a clear error after 2 s instead of hanging.");
+  course::FlagParser flags(kLesson, description());
   add_flags(flags, settings);
   return course::run_driver(
       flags, argc, argv, settings.options,

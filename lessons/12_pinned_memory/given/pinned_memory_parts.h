@@ -94,10 +94,20 @@ void time_async_calls(course::Harness& harness, const CopyBench& bench, Directio
 void time_host_access(course::Harness& harness, const HostBuffer& host, std::size_t bytes,
                       int reps);
 
+/// Part 5's loop counts and the batching part's size, as the driver resolves them.
+struct SmallCopyCounts {
+  int calls = 0;                ///< copies per timed loop, per-call costs
+  int copies = 0;               ///< copies per timed loop, break-even sweep
+  int reps = 0;                 ///< loops per figure (the median is reported)
+  std::size_t batch_total = 0;  ///< bytes the batching part copies in pieces and as one
+};
+
 /// Part 5: what one small copy costs: the per-call cost of 4-byte copies, the 4-64 KB
 /// break-even sweep and its models (the straight line of TODO 4 and the step model of
-/// overhead_model.h, both judged against a large copy over the same link), and 1 MB
-/// copied as 256 pieces or as one. Prints the fits; records the rows.
-void time_small_copies(course::Harness& harness, const CopyBench& bench, bool quick);
+/// overhead_model.h, both judged against a large copy over the same link), and
+/// counts.batch_total bytes copied as 4 KB pieces or as one. Prints the fits; records the rows.
+/// bench must hold at least max(64 KB, counts.batch_total) bytes of data on the host.
+void time_small_copies(course::Harness& harness, const CopyBench& bench,
+                       const SmallCopyCounts& counts);
 
 }  // namespace pinned_memory

@@ -63,14 +63,14 @@ CopyCostFit report_fits(Direction d, const std::vector<double>& xs, const std::v
 /// pinned host buffer (in the starter it is pageable, and the figures show it) and a device
 /// buffer, both holding the bench's data.
 struct SmallCopies {
-  SmallCopies(course::Harness& h, const CopyBench& b, bool quick, std::size_t batch,
+  SmallCopies(course::Harness& h, const CopyBench& b, const SmallCopyCounts& counts,
               std::size_t small)
       : harness(h),
         bench(b),
-        calls(quick ? 4 : 1000),
-        copies(quick ? 3 : 200),
-        reps(quick ? 1 : 5),
-        batch_total(batch),
+        calls(counts.calls),
+        copies(counts.copies),
+        reps(counts.reps),
+        batch_total(counts.batch_total),
         stream(b.stream()),
         seed(b.seed()),
         host(HostMemory::pinned, small),
@@ -195,6 +195,8 @@ void batching(SmallCopies& sc, const CopyCostFit& h2d_fit) {
   const std::size_t piece = 4096;
   const std::size_t pieces = batch_total / piece;
   const std::string total = human_bytes(static_cast<double>(batch_total));
+  const std::string as_pieces =
+      " H2D as " + std::to_string(pieces) + " copies of " + human_bytes(static_cast<double>(piece));
   const auto checked = [&](const std::string& what) {
     return check_text(verify_hash(sc.device.data(), batch_total / 4, sc.seed, sc.stream), what);
   };
@@ -222,13 +224,12 @@ void batching(SmallCopies& sc, const CopyCostFit& h2d_fit) {
                           {{"direction", "H2D"},
                            {"bytes", std::to_string(batch_total)},
                            {"copies", std::to_string(pieces)}},
-                          total + " H2D as " + std::to_string(pieces) + " copies of 4 KB",
-                          many_us / 1e3, static_cast<double>(batch_total), many_check);
+                          total + as_pieces, many_us / 1e3, static_cast<double>(batch_total),
+                          many_check);
   sc.harness.record_sweep(
       "batching", {{"direction", "H2D"}, {"bytes", std::to_string(batch_total)}, {"copies", "1"}},
       total + " H2D as one copy", one_us / 1e3, static_cast<double>(batch_total), one_check);
-  std::cout << "  " << total << " H2D as " << pieces
-            << " copies of 4 KB: " << course::fixed(many_us, 1)
+  std::cout << "  " << total << as_pieces << ": " << course::fixed(many_us, 1)
             << " us; as one copy: " << course::fixed(one_us, 1) << " us ("
             << course::fixed(one_us > 0 ? many_us / one_us : 0, 1) << " x faster)";
   if (h2d_fit.shape != CostShape::flat && h2d_fit.physical) {
@@ -242,13 +243,13 @@ void batching(SmallCopies& sc, const CopyCostFit& h2d_fit) {
 
 }  // namespace
 
-void time_small_copies(course::Harness& harness, const CopyBench& bench, bool quick) {
-  const std::size_t batch_total = quick ? (64u << 10) : (1u << 20);
-  const std::size_t small = std::max<std::size_t>(64u << 10, batch_total);
+void time_small_copies(course::Harness& harness, const CopyBench& bench,
+                       const SmallCopyCounts& counts) {
+  const std::size_t small = std::max<std::size_t>(64u << 10, counts.batch_total);
   if (bench.expected().size() * 4 < small) {
     throw std::logic_error("time_small_copies: too little data");
   }
-  SmallCopies sc(harness, bench, quick, batch_total, small);
+  SmallCopies sc(harness, bench, counts, small);
   std::cout << "\nSmall copies (pinned memory, host clock, medians of " << sc.reps
             << " loops; their rows are in the tables below):\n";
   per_call_costs(sc);

@@ -30,7 +30,12 @@ constexpr std::uint64_t kQuickCopyBytes = 32ull << 20;
 constexpr std::uint64_t kMaxCopyBytes = 4ull << 30;  // pinned host memory and device memory
 constexpr int kDefaultSpinMs = 5;
 constexpr int kQuickSpinMs = 2;  // short: compute-sanitizer runs --quick
-constexpr int kMaxSpinMs = static_cast<int>(kMaxSpinNs / 1'000'000);
+constexpr std::uint64_t kNsPerMs = 1'000'000;
+constexpr int kMaxSpinMs = static_cast<int>(kMaxSpinNs / kNsPerMs);
+constexpr const char* kSyncApisVariant = "sync-apis";
+// The pair the targets judge, and whose kernel+kernel row is the headline.
+constexpr const char* kTargetSetting = "non-blocking+non-blocking";
+constexpr const char* kLesson = "13_streams_and_sync";
 
 /// Two streams of given kinds. The first gets the first operation, the second the other.
 struct Setting {
@@ -47,17 +52,74 @@ const std::vector<Setting> kSettings = {
     {"per-thread+legacy", StreamKind::per_thread_default, StreamKind::legacy_default},
     {"per-thread+blocking", StreamKind::per_thread_default, StreamKind::blocking},
     {"blocking+blocking", StreamKind::blocking, StreamKind::blocking},
-    {"non-blocking+non-blocking", StreamKind::non_blocking, StreamKind::non_blocking},
+    {kTargetSetting, StreamKind::non_blocking, StreamKind::non_blocking},
 };
 
-constexpr const char* kSyncApisVariant = "sync-apis";
+/// The command line, as given: the common flags and lesson 13's own.
+struct Settings {
+  course::CommonOptions options;
+  int spin_ms = 0;
+  bool child_launch_blocking = false;
+};
 
-std::vector<std::string> variant_names() {
-  std::vector<std::string> names;
-  for (const Setting& s : kSettings) names.emplace_back(s.name);
-  for (const Breaker& b : breakers()) names.emplace_back(b.name);
-  names.emplace_back(kSyncApisVariant);
-  return names;
+/// Every size and count of the run, resolved from the command line.
+struct Plan {
+  int spin_ms = 0;  ///< GPU time of each spin kernel
+  std::uint64_t spin_ns = 0;
+  std::uint64_t copy_bytes = 0;  ///< the host->device copy of the copy+kernel pairs
+  std::string variant;           ///< the one row or table --variant asks for; empty: all
+  bool child_launch_blocking = false;
+
+  /// Whether --variant leaves the row or table `name` in the run.
+  bool selected(const std::string& name) const { return variant.empty() || variant == name; }
+};
+
+/// The overlaps the targets judge: both pairs in two non-blocking streams (empty when not run
+/// or not measured).
+struct TargetOverlaps {
+  std::optional<double> kernels, copy;
+};
+
+Plan make_plan(const Settings& s);
+void print_intro(int spin_ms, std::uint64_t copy_bytes, const course::DeviceSummary& gpu);
+TargetOverlaps run_pairs_table(course::Harness& harness, PairBench& bench, const Plan& plan);
+void run_breakers_table(course::Harness& harness, PairBench& bench, const Plan& plan,
+                        const ChildArgs& child);
+void run_sync_calls_table(course::Harness& harness, PairBench& bench);
+void add_target(course::Harness& harness, const char* work, std::optional<double> overlap);
+
+/// The output, part by part: the intro lines, the pairs table, the breaker matrix, the
+/// synchronisation calls, the targets. The child run of the CUDA_LAUNCH_BLOCKING row prints
+/// its one report line instead.
+int run(const Settings& s, const course::DeviceSummary& gpu) {
+  const Plan plan = make_plan(s);
+  course::Harness harness(kLesson, s.options, gpu);
+  const int warmup = harness.warmup();
+  const int iters = harness.iters();
+  if (plan.child_launch_blocking) return run_child(plan.spin_ns, warmup, iters);
+
+  print_intro(plan.spin_ms, plan.copy_bytes, gpu);
+  harness.unit("overlap %", 0.01);
+  PairBench bench(plan.spin_ns, plan.copy_bytes);
+  const TargetOverlaps overlaps = run_pairs_table(harness, bench, plan);
+  run_breakers_table(harness, bench, plan, ChildArgs{gpu.ordinal, plan.spin_ms, warmup, iters});
+  if (plan.selected(kSyncApisVariant)) run_sync_calls_table(harness, bench);
+  add_target(harness, "kernel+kernel", overlaps.kernels);
+  add_target(harness, "copy+kernel", overlaps.copy);
+  return harness.finish();
+}
+
+/// The flags resolved: the one place that reads --quick.
+Plan make_plan(const Settings& s) {
+  const course::CommonOptions& options = s.options;
+  Plan plan;
+  plan.spin_ms = s.spin_ms > 0 ? s.spin_ms : (options.quick ? kQuickSpinMs : kDefaultSpinMs);
+  plan.spin_ns = static_cast<std::uint64_t>(plan.spin_ms) * kNsPerMs;
+  plan.copy_bytes =
+      options.size ? options.size : (options.quick ? kQuickCopyBytes : kDefaultCopyBytes);
+  plan.variant = options.variant;
+  plan.child_launch_blocking = s.child_launch_blocking;
+  return plan;
 }
 
 /// The harness's rate is amount / seconds / amount_per_unit; with the unit "overlap %"
@@ -74,41 +136,6 @@ int device_attribute(cudaDeviceAttr attribute, int device) {
   return value;
 }
 
-/// The command line: the common flags and lesson 13's own.
-struct Settings {
-  course::CommonOptions options;
-  int spin_ms = 0;
-  bool child_launch_blocking = false;
-
-  /// Whether --variant leaves the row or table `name` in the run.
-  bool selected(const std::string& name) const {
-    return options.variant.empty() || options.variant == name;
-  }
-};
-
-void add_flags(course::FlagParser& flags, Settings& s) {
-  flags.add_common(s.options,
-                   "bytes of the host->device copy of the copy+kernel pairs, a multiple of 4, "
-                   "at most 4G (default 256M; 32M with --quick; K/M/G suffixes)",
-                   variant_names());
-  flags.add_int("spin-ms", &s.spin_ms, 0,
-                "milliseconds of GPU time each spin kernel runs, at most " +
-                    std::to_string(kMaxSpinMs) + " (default 0: 5, or 2 with --quick)");
-  flags.add_bool("child-launch-blocking", &s.child_launch_blocking,
-                 "internal: the child run the CUDA_LAUNCH_BLOCKING row starts (prints one "
-                 "CHILD-REPORT line)");
-}
-
-/// The range checks the flag parser cannot do; run_driver calls it before opening the device.
-void validate(const Settings& s) {
-  if (s.spin_ms > kMaxSpinMs) {
-    throw course::UsageError("--spin-ms must be at most " + std::to_string(kMaxSpinMs) + ", got " +
-                             std::to_string(s.spin_ms));
-  }
-  if (s.options.size % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
-  if (s.options.size > kMaxCopyBytes) throw course::UsageError("--size must be at most 4G");
-}
-
 void print_intro(int spin_ms, std::uint64_t copy_bytes, const course::DeviceSummary& gpu) {
   std::cout << "lesson 13 streams_and_sync: spin kernels of " << spin_ms << " ms (one block of "
             << kSpinThreads << " threads each), a host->device copy of " << copy_bytes
@@ -123,18 +150,12 @@ void print_intro(int spin_ms, std::uint64_t copy_bytes, const course::DeviceSumm
                "did not overlap; - nothing is guaranteed, only measured\n";
 }
 
-/// The overlaps the targets judge: both pairs in two non-blocking streams (empty when not run
-/// or not measured).
-struct TargetOverlaps {
-  std::optional<double> kernels, copy;
-};
-
 /// The main table: for every pair of stream kinds, two kernels and then a copy and a kernel,
 /// each judged against what CUDA guarantees for that pair.
-TargetOverlaps run_pairs_table(course::Harness& harness, PairBench& bench, const Settings& s) {
+TargetOverlaps run_pairs_table(course::Harness& harness, PairBench& bench, const Plan& plan) {
   TargetOverlaps overlaps;
   for (const Setting& setting : kSettings) {
-    if (!s.selected(setting.name)) continue;
+    if (!plan.selected(setting.name)) continue;
     const bool serialised = implicitly_serialised(setting.first, setting.second);
     for (const bool copy : {false, true}) {
       KindStream first(setting.first);
@@ -148,7 +169,7 @@ TargetOverlaps run_pairs_table(course::Harness& harness, PairBench& bench, const
                                 (serialised ? "serialises" : "may overlap") + ")";
       if (!m.problem.empty()) std::cerr << label << ": " << m.problem << "\n";
       harness.record(label, m.timing.pair_ms, overlap_amount(m), judge(m, serialised));
-      if (std::string(setting.name) == "non-blocking+non-blocking" && m.problem.empty()) {
+      if (setting.name == std::string(kTargetSetting) && m.problem.empty()) {
         (copy ? overlaps.copy : overlaps.kernels) = m.timing.overlap;
         if (!copy) harness.headline(label);
       }
@@ -181,11 +202,11 @@ void run_breaker(course::Harness& harness, PairBench& bench, const Breaker& b,
                        label, m.timing.pair_ms, overlap_amount(m), judge(m, must_serialise));
 }
 
-void run_breakers_table(course::Harness& harness, PairBench& bench, const Settings& s,
+void run_breakers_table(course::Harness& harness, PairBench& bench, const Plan& plan,
                         const ChildArgs& child) {
   bool any_breaker = false;
   for (const Breaker& b : breakers()) {
-    if (!s.selected(b.name)) continue;
+    if (!plan.selected(b.name)) continue;
     if (!any_breaker) {
       std::cout << "\nWhat breaks concurrency: a spin kernel in each of two streams, one "
                    "operation between the launches:\n";
@@ -212,28 +233,41 @@ void add_target(course::Harness& harness, const char* work, std::optional<double
                         classify(*overlap) == Concurrency::concurrent, *overlap);
 }
 
-int run(const Settings& s, const course::DeviceSummary& gpu) {
-  const course::CommonOptions& options = s.options;
-  const int used_spin_ms =
-      s.spin_ms > 0 ? s.spin_ms : (options.quick ? kQuickSpinMs : kDefaultSpinMs);
-  const std::uint64_t spin_ns = static_cast<std::uint64_t>(used_spin_ms) * 1'000'000ull;
-  course::Harness harness("13_streams_and_sync", options, gpu);
-  const int warmup = harness.warmup();
-  const int iters = harness.iters();
-  if (s.child_launch_blocking) return run_child(spin_ns, warmup, iters);
+std::vector<std::string> variant_names() {
+  std::vector<std::string> names;
+  for (const Setting& s : kSettings) names.emplace_back(s.name);
+  for (const Breaker& b : breakers()) names.emplace_back(b.name);
+  names.emplace_back(kSyncApisVariant);
+  return names;
+}
 
-  const std::uint64_t copy_bytes =
-      options.size ? options.size : (options.quick ? kQuickCopyBytes : kDefaultCopyBytes);
-  print_intro(used_spin_ms, copy_bytes, gpu);
-  harness.unit("overlap %", 0.01);
+void add_flags(course::FlagParser& flags, Settings& s) {
+  flags.add_common(s.options,
+                   "bytes of the host->device copy of the copy+kernel pairs, a multiple of 4, "
+                   "at most " +
+                       course::count_text(kMaxCopyBytes) + " (default " +
+                       course::count_text(kDefaultCopyBytes) + "; " +
+                       course::count_text(kQuickCopyBytes) + " with --quick; K/M/G suffixes)",
+                   variant_names());
+  flags.add_int("spin-ms", &s.spin_ms, 0,
+                "milliseconds of GPU time each spin kernel runs, at most " +
+                    std::to_string(kMaxSpinMs) + " (default 0: " + std::to_string(kDefaultSpinMs) +
+                    ", or " + std::to_string(kQuickSpinMs) + " with --quick)");
+  flags.add_bool("child-launch-blocking", &s.child_launch_blocking,
+                 "internal: the child run the CUDA_LAUNCH_BLOCKING row starts (prints one "
+                 "CHILD-REPORT line)");
+}
 
-  PairBench bench(spin_ns, copy_bytes);
-  const TargetOverlaps overlaps = run_pairs_table(harness, bench, s);
-  run_breakers_table(harness, bench, s, ChildArgs{gpu.ordinal, used_spin_ms, warmup, iters});
-  if (s.selected(kSyncApisVariant)) run_sync_calls_table(harness, bench);
-  add_target(harness, "kernel+kernel", overlaps.kernels);
-  add_target(harness, "copy+kernel", overlaps.copy);
-  return harness.finish();
+/// The range checks the flag parser cannot do; run_driver calls it before opening the device.
+void validate(const Settings& s) {
+  if (s.spin_ms > kMaxSpinMs) {
+    throw course::UsageError("--spin-ms must be at most " + std::to_string(kMaxSpinMs) + ", got " +
+                             std::to_string(s.spin_ms));
+  }
+  if (s.options.size % 4 != 0) throw course::UsageError("--size must be a multiple of 4 bytes");
+  if (s.options.size > kMaxCopyBytes) {
+    throw course::UsageError("--size must be at most " + course::count_text(kMaxCopyBytes));
+  }
 }
 
 }  // namespace
@@ -241,7 +275,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 int main(int argc, char** argv) {
   Settings settings;
   course::FlagParser flags(
-      "13_streams_and_sync",
+      kLesson,
       "Lesson 13: streams and synchronisation. Measures, on the GPU's own clock, whether two\n"
       "operations in two streams of given kinds (legacy default, per-thread default,\n"
       "blocking, non-blocking) run concurrently; what breaks that concurrency (an operation\n"

@@ -13,7 +13,7 @@ std::string fixed(double value, int digits) {
   return out.str();
 }
 
-std::string count_text(int count, const std::string& noun) {
+std::string counted(int count, const std::string& noun) {
   return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
 

@@ -107,11 +107,11 @@ TEST(Table, SweepCsvPathSitsBesideTheMainCsv) {
   EXPECT_EQ(course::sweep_csv_path("results"), "results_sweep.csv");
 }
 
-TEST(Table, CountTextNamesTheNounInThePluralUnlessTheCountIsOne) {
-  EXPECT_EQ(course::count_text(1, "chunk"), "1 chunk");
-  EXPECT_EQ(course::count_text(4, "chunk"), "4 chunks");
-  EXPECT_EQ(course::count_text(0, "chunk"), "0 chunks");
-  EXPECT_EQ(course::count_text(2, "producer warp"), "2 producer warps");
+TEST(Table, CountedNamesTheNounInThePluralUnlessTheCountIsOne) {
+  EXPECT_EQ(course::counted(1, "chunk"), "1 chunk");
+  EXPECT_EQ(course::counted(4, "chunk"), "4 chunks");
+  EXPECT_EQ(course::counted(0, "chunk"), "0 chunks");
+  EXPECT_EQ(course::counted(2, "producer warp"), "2 producer warps");
 }
 
 TEST(Launch, StageCountDispatchesToTheCompileTimeCount) {

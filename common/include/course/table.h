@@ -50,8 +50,8 @@ std::string csv_field(const std::string& text);
 /// Formats `value` with `digits` digits after the point.
 std::string fixed(double value, int digits);
 
-/// A count and its noun, the noun plural unless the count is 1: count_text(1, "chunk") is
-/// "1 chunk", count_text(4, "chunk") is "4 chunks" (the noun gets an "s").
-std::string count_text(int count, const std::string& noun);
+/// A count and its noun, the noun plural unless the count is 1: counted(1, "chunk") is
+/// "1 chunk", counted(4, "chunk") is "4 chunks" (the noun gets an "s").
+std::string counted(int count, const std::string& noun);
 
 }  // namespace course

@@ -35,7 +35,7 @@ SweepResult run_sweep(Experiment& x) {
     };
     for (Order order : kAsyncOrders) {
       const std::string name =
-          std::string(ot::order_name(order)) + ", " + course::count_text(c, "chunk");
+          std::string(ot::order_name(order)) + ", " + course::counted(c, "chunk");
       const course::Launch launch = ot::prepare_transfer_and_compute(order, x.job, c, x.streams);
       const std::string check = x.checked_run(name, launch);
       const double ms = x.time_ms(launch);
@@ -50,7 +50,7 @@ SweepResult run_sweep(Experiment& x) {
       }
     }
     x.harness.record_sweep("model", params("bound"),
-                           "bound (any order), " + course::count_text(c, "chunk"), r.bound_of[c],
+                           "bound (any order), " + course::counted(c, "chunk"), r.bound_of[c],
                            x.bytes_both_ways(), "-");
   }
   return r;

@@ -16,7 +16,7 @@ void run_timeline(Experiment& x, const model::StageTimes& at_chunks) {
   std::vector<ot::TimelineRun> runs;
   for (Order order : kAsyncOrders) {
     const std::string name =
-        std::string(ot::order_name(order)) + ", " + course::count_text(chunks, "chunk");
+        std::string(ot::order_name(order)) + ", " + course::counted(chunks, "chunk");
     ot::Timeline timeline;
     const std::string check = x.checked_run(
         name, ot::prepare_transfer_and_compute(order, x.job, chunks, x.streams, &timeline));

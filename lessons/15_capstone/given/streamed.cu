@@ -469,16 +469,16 @@ SweepOutcome run_sweep(StreamedPart& p, const model::Gpu& this_gpu) {
                        model::predict(this_gpu, ot::Order::sequential, 1, p.times[1]), p.flops,
                        "-");
   for (int c : p.settings.chunk_counts) {
-    const std::string what = "streamed, " + course::count_text(c, "chunk");
+    const std::string what = "streamed, " + course::counted(c, "chunk");
     const bool ok = p.checked_run(what, p.streamed[c], against_sequential);
     const double ms = p.time_ms(p.streamed[c]);
     harness.record_sweep("streamed", p.params(c, "streamed"), what, ms, p.flops, check_text(ok));
     r.bound_of[c] = shared_link_bound(c, p.times[c], p.both_ways_ms / c);
     harness.record_sweep(
-        "streamed model", p.params(c, "streamed"), "model, " + course::count_text(c, "chunk"),
+        "streamed model", p.params(c, "streamed"), "model, " + course::counted(c, "chunk"),
         model::predict(this_gpu, ot::Order::per_chunk, c, p.times[c]), p.flops, "-");
     harness.record_sweep("streamed model", p.params(c, "bound"),
-                         "bound (any order, shared link), " + course::count_text(c, "chunk"),
+                         "bound (any order, shared link), " + course::counted(c, "chunk"),
                          r.bound_of[c], p.flops, "-");
     if (ok && c >= 2 && ms < r.best_ms) {
       r.best_ms = ms;
@@ -496,7 +496,7 @@ void run_timeline(StreamedPart& p, const model::Gpu& this_gpu, const std::string
   for (const bool chunked : {false, true}) {
     ot::Timeline timeline;
     const std::string order = chunked ? "streamed" : "sequential";
-    const std::string what = chunked ? "streamed, " + course::count_text(timeline_chunks, "chunk")
+    const std::string what = chunked ? "streamed, " + course::counted(timeline_chunks, "chunk")
                                      : std::string("sequential");
     const auto compare = [&p, chunked] {
       return chunked ? p.against_sequential() : p.against_cublas();
@@ -531,7 +531,7 @@ void add_streamed_targets(course::Harness& harness, const SweepOutcome& r, bool 
   }
   const double speedup = r.sequential_ms / r.best_ms;
   const double of_bound = r.bound_of.at(r.best) / r.best_ms;
-  const std::string who = "streamed (" + course::count_text(r.best, "chunk") + ")";
+  const std::string who = "streamed (" + course::counted(r.best, "chunk") + ")";
   harness.judged_target(who + " >= " + course::fixed(kMinSpeedup, 2) +
                             " x sequential (sequential time / streamed time)",
                         speedup >= kMinSpeedup, speedup);

@@ -189,17 +189,17 @@ LayerResult run_layer(course::Harness& harness, Part2& p2, const Plan& plan, boo
       gather_layer ? issue_allgather_overlapped(layers, list, p2.ovl, st)
                    : issue_reduce_scatter_overlapped(layers, list, p2.ovl, st);
     };
-    const std::string what = layer + ", overlapped, " + course::count_text(c, "chunk");
+    const std::string what = layer + ", overlapped, " + course::counted(c, "chunk");
     const bool ok = p2.checked(gather_layer, what, overlapped);
     r.ms[c] = time_ms(harness, overlapped);
     r.bound[c] = model::pipeline_bound(c, r.times[c]);
     harness.record_sweep(layer, params(c, "overlapped"), what, r.ms[c], bus_bytes,
                          ok ? "PASS" : "FAIL");
     harness.record_sweep(layer + " model", params(c, "bound"),
-                         "engine bound, " + course::count_text(c, "chunk"), r.bound[c], bus_bytes,
+                         "engine bound, " + course::counted(c, "chunk"), r.bound[c], bus_bytes,
                          "-");
     const double coll_ms = gather_layer ? r.times[c].h2d : r.times[c].d2h;
-    std::cout << "  " << course::count_text(c, "chunk") << ": collective "
+    std::cout << "  " << course::counted(c, "chunk") << ": collective "
               << course::fixed(coll_ms, 4) << " ms + GEMM " << course::fixed(r.times[c].kernel, 4)
               << " ms per chunk alone; overlapped " << course::fixed(r.ms[c], 4) << " ms ("
               << course::fixed(flops / (r.ms[c] * 1e9), 1) << " TFLOP/s, "

@@ -31,13 +31,13 @@ void add_layer_targets(course::Harness& harness, const LayerResults& results,
     if (default_slowdown > 0) {  // the model with the GEMM as slow as it is beside a collective
       model::StageTimes slowed = r.times.at(r.best);
       slowed.kernel *= default_slowdown;
-      std::cout << "  " << layer << ", " << course::count_text(r.best, "chunk") << ": engine bound "
+      std::cout << "  " << layer << ", " << course::counted(r.best, "chunk") << ": engine bound "
                 << course::fixed(bound, 4) << " ms; with the GEMM "
                 << course::fixed(default_slowdown, 2) << " x slower (as beside a collective) "
                 << course::fixed(model::pipeline_bound(r.best, slowed), 4) << " ms; measured "
                 << course::fixed(ms, 4) << " ms\n";
     }
-    const std::string who = layer + " overlapped (" + course::count_text(r.best, "chunk") + ")";
+    const std::string who = layer + " overlapped (" + course::counted(r.best, "chunk") + ")";
     harness.judged_target(who + " >= " + course::fixed(kMinSpeedup, 2) +
                               " x sequential (sequential time / overlapped time)",
                           r.sequential_ms / ms >= kMinSpeedup, r.sequential_ms / ms);

@@ -701,26 +701,37 @@ TEST_F(GpuPinnedMemoryTiming, TheCallReturnsOnlyAfterTheCopyHasFinished) {
 // non-blocking (course::Stream): it neither waits for the legacy stream (0) nor is waited for
 // by it. A 20 ms kernel on the legacy stream therefore cannot delay a copy on `stream` and a
 // wait for `stream`; a copy queued on 0, or a wait on 0, waits for that kernel and shows as a
-// copy that took 20 ms.
+// copy that took 20 ms. Up to three tries: a copy on the wrong stream waits every time, while
+// the other GPU test programs that share the GPU in a parallel test run can hold this one's
+// context off the GPU for a while once.
 TEST_F(GpuPinnedMemoryTiming, TheCopyAndTheWaitUseTheCallersStream) {
   constexpr std::size_t n = 1 << 16;
   constexpr double kHoldUs = 20000;  // far longer than the 256 KiB copy
+  constexpr int kTries = 3;
   course::Stream stream;
   HostBuffer host(HostMemory::pinned, n * 4);
   course::DeviceBuffer<std::uint32_t> device(n);
   course::fill_hash_host(host.words(), 51);
-  course::poison(device.data(), device.bytes(), stream);
-  COURSE_CHECK(cudaStreamSynchronize(stream));
-  hold_stream<<<1, 1, 0, cudaStreamLegacy>>>(static_cast<unsigned long long>(kHoldUs * 1e3));
-  COURSE_CHECK(cudaGetLastError());
-  const pinned_memory::AsyncCallTiming t = pinned_memory::time_async_copy(
-      device.data(), host.data(), host.bytes(), cudaMemcpyHostToDevice, stream);
-  COURSE_CHECK(cudaDeviceSynchronize());  // the kernel on the legacy stream too
-  EXPECT_LT(t.done_us, 0.5 * kHoldUs)
-      << "the copy waited for a kernel on the legacy stream: copy on, and wait for, `stream` "
-         "(it is non-blocking), not stream 0" << concerns_todo(3);
-  const course::Comparison c = pinned_memory::verify_hash(device.data(), n, 51, stream);
-  ASSERT_TRUE(c.ok()) << c.summary() << concerns_todo(3);
+  std::string times;
+  bool waited_every_time = true;
+  for (int attempt = 0; attempt < kTries && waited_every_time; ++attempt) {
+    course::poison(device.data(), device.bytes(), stream);
+    COURSE_CHECK(cudaStreamSynchronize(stream));
+    hold_stream<<<1, 1, 0, cudaStreamLegacy>>>(static_cast<unsigned long long>(kHoldUs * 1e3));
+    COURSE_CHECK(cudaGetLastError());
+    const pinned_memory::AsyncCallTiming t = pinned_memory::time_async_copy(
+        device.data(), host.data(), host.bytes(), cudaMemcpyHostToDevice, stream);
+    COURSE_CHECK(cudaDeviceSynchronize());  // the kernel on the legacy stream too
+    times += (times.empty() ? "" : ", ") + std::to_string(t.done_us) + " us";
+    waited_every_time = t.done_us >= 0.5 * kHoldUs;
+    const course::Comparison c = pinned_memory::verify_hash(device.data(), n, 51, stream);
+    ASSERT_TRUE(c.ok()) << c.summary() << concerns_todo(3);
+  }
+  EXPECT_FALSE(waited_every_time)
+      << "the copy waited for a kernel on the legacy stream in every try (" << times
+      << "; a copy on `stream` takes far less than " << 0.5 * kHoldUs
+      << " us): copy on, and wait for, `stream` (it is non-blocking), not stream 0"
+      << concerns_todo(3);
 }
 
 TEST_F(GpuPinnedMemoryTiming, PageableCopiesAreTimedAndDelivered) {

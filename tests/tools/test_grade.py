@@ -233,6 +233,57 @@ class RunTestsTest(unittest.TestCase):
         self.assertLess(len(outcome.output), isolation.KEEP_HEAD + isolation.KEEP_TAIL + 100)
 
 
+class NotRunHereTest(unittest.TestCase):
+    """A check the template cannot run where the class is graded (every test of it skipped in
+    the untouched starter's own run; the sanitizers on a GPU machine without compute-sanitizer)
+    is "not run" for every student: also for one whose file is missing, does not compile or
+    hangs, who would otherwise fail a check the others do not have (a higher maximum)."""
+
+    SASS = "WarpEntanglementSass.LdgstsGroupsAndArriveOnInMachineCode"
+    SKIP_REASON = "cuobjdump not found: SASS checks need it"
+
+    def grader(self, gpu_reason: str) -> grade.Grader:
+        r = rubric.build_rubric(REPO, LESSON, catalog_rubric(REPO), [], None)
+        tests = [c.id for c in r.checks if c.tier == "cpu"] + [
+            f"{c.id}.EveryElement" for c in r.checks
+            if c.tier == "gpu" and c.id not in dict(rubric.SANITIZERS)]
+        template = grade.Template(REPO, LESSON, Path("/nonexistent"), [], {}, tests,
+                                  sanitizer="", cuobjdump="", probe=None)
+        options = grade.Options(60, 60, gpu_reason, "process", "", None, False, None, [])
+        work = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, work, True)
+        return grade.Grader(template, r, options, work)
+
+    def outcomes(self, grader: grade.Grader, status: str) -> dict[str, grade.TestOutcome]:
+        found = {t: grade.TestOutcome(status, "") for t in grader.t.tests}
+        found[self.SASS] = grade.TestOutcome(NOT_RUN, self.SKIP_REASON)
+        return found
+
+    def test_a_check_the_template_cannot_run_counts_for_no_student(self):
+        for gpu_reason in ("needs a GPU (sm_80)", ""):
+            g = self.grader(gpu_reason)
+            starter = g._score(self.outcomes(g, PASSED), {})  # as the template's own run
+            g.unavailable = grade.not_run_here(g, starter)
+            expected = {self.SASS} | ({"racecheck", "synccheck", "memcheck"} if not gpu_reason
+                                      else set())
+            self.assertEqual(set(g.unavailable), expected, gpu_reason)
+            solved = g._score(self.outcomes(g, PASSED), {})
+            hung = {t: grade.TestOutcome(FAILED, "timed out") for t in g.t.tests}
+            missing = g.grade(grade.Submission("niaj", None, problem="no file")).results
+            broken = [CheckResult(c, *g._nothing(c, "failed: does not compile"))
+                      for c in g.rubric.checks]
+            maxima = set()
+            for results in (solved, g._score(hung, {}), missing, broken):
+                sass = next(r for r in results if r.check.id == self.SASS)
+                self.assertEqual((sass.status, sass.score), (NOT_RUN, None))
+                self.assertIn(self.SKIP_REASON, sass.output)
+                if not gpu_reason:
+                    memcheck = next(r for r in results if r.check.id == "memcheck")
+                    self.assertIn("compute-sanitizer was not found", memcheck.output)
+                maxima.add(Grade("s", LESSON.name, "", results).max_score)
+            self.assertEqual(len(maxima), 1, f"{gpu_reason!r}: maxima {maxima}")
+
+
 class IsolationTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -638,6 +638,8 @@ class Grader:
         self.o = options
         self.work_root = work_root
         self.counter = 0
+        # Checks the template cannot run where the class is graded, and why (not_run_here()).
+        self.unavailable: dict[str, str] = {}
         self.lock = threading.Lock()
 
     def sandbox(self, work: Path, with_ccache: bool) -> isolation.Sandbox:
@@ -695,7 +697,9 @@ class Grader:
 
     def _nothing(self, check: rubric_module.Check, reason: str) -> tuple[str, float | None, str]:
         """A check that could not run because of the submission (it fails), or because of
-        this machine (not run, no score)."""
+        this machine or the template's build (not run, no score)."""
+        if check.id in self.unavailable:
+            return NOT_RUN, None, self.unavailable[check.id]
         if check.tier == "gpu" and self.o.gpu_reason:
             return NOT_RUN, None, f"not run: {self.o.gpu_reason}"
         return FAILED, 0.0, reason
@@ -817,8 +821,8 @@ class Grader:
                 by_check.setdefault(check_of_test(test), []).append(outcomes[test])
         results = []
         for check in self.rubric.checks:
-            if check.tier == "gpu" and self.o.gpu_reason:
-                results.append(CheckResult(check, NOT_RUN, None, f"not run: {self.o.gpu_reason}"))
+            if check.id in self.unavailable or (check.tier == "gpu" and self.o.gpu_reason):
+                results.append(CheckResult(check, *self._nothing(check, "")))
                 continue
             if check.id in sanitizers:
                 outcome = sanitizers[check.id]
@@ -849,11 +853,12 @@ def _student_lines(output: str, limit: int = 60) -> str:
 # ------------------------------------------------------------------------- calibration
 
 
-def starter_passes(grader: Grader, root: Path) -> set[str]:
-    """The checks the untouched starter passes. When lessons/NN_slug/ holds the fresh starter
-    (or this repository has no solutions to make one from), the template's own build is that
-    starter and its test program is run as it is; otherwise the fresh starter is graded like a
-    submission."""
+def starter_results(grader: Grader, root: Path) -> list[CheckResult]:
+    """The untouched starter's results: the checks it passes earn nothing, and those it could
+    not run cannot run here for anyone (not_run_here). When lessons/NN_slug/ holds the fresh
+    starter (or this repository has no solutions to make one from), the template's own build is
+    that starter and its test program is run as it is; otherwise the fresh starter is graded
+    like a submission."""
     lesson = grader.t.lesson
     solution = lesson.solution_dir(root) / f"{lesson.slug}.cu"
     fresh = starter.expected_starter(root, solution) if solution.is_file() else None
@@ -876,7 +881,27 @@ def starter_passes(grader: Grader, root: Path) -> set[str]:
             raise CourseError(f"the untouched starter of lesson {lesson.number} does not build in "
                               f"the grader:\n{grade.build_output[-3000:]}", exit_code=1)
         results = grade.results
-    return {r.check.id for r in results if r.status == PASSED}
+    return results
+
+
+def not_run_here(grader: Grader, starter: list[CheckResult]) -> dict[str, str]:
+    """The checks the template cannot run where the class is graded, each with why: those every
+    test of which the untouched starter's own run skipped (a test skips for the machine or the
+    build, never for the student's code: a SASS check without cuobjdump, an sm_80 check of an
+    sm_90-only build), and on a GPU machine the sanitizer checks without compute-sanitizer or
+    without GPU tests. Each is "not run" for every student, so that one whose file does not
+    compile, is missing or hangs does not fail a check the others do not have: the maximum
+    is the same for the whole class."""
+    sanitizers = dict(rubric_module.SANITIZERS)
+    found = {r.check.id: f"{r.output or 'not run'}; it runs for no student here" for r in starter
+             if r.status == NOT_RUN and r.check.id not in sanitizers
+             and not (r.check.tier == "gpu" and grader.o.gpu_reason)}
+    if not grader.o.gpu_reason:
+        has_gpu_tests = any(rubric_module.is_gpu_suite(t.split(".")[0]) for t in grader.t.tests)
+        why = ("compute-sanitizer was not found by the template build" if not grader.t.sanitizer
+               else "" if has_gpu_tests else "this lesson has no GPU tests")
+        found.update({tool: f"not run: {why}" for tool in sanitizers if why})
+    return found
 
 
 # --------------------------------------------------------------------------------- command
@@ -1010,8 +1035,13 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
     options, level = _options(root, lesson, args, template, out, submissions_path)
     grader = Grader(template, build_rubric(root, lesson, args.rubric, None), options,
                     prepare_out(out, level))
-    rubric = build_rubric(root, lesson, args.rubric, starter_passes(grader, root))
+    starter_grade = starter_results(grader, root)
+    rubric = build_rubric(root, lesson, args.rubric,
+                          {r.check.id for r in starter_grade if r.status == PASSED})
     grader.rubric = rubric
+    grader.unavailable = not_run_here(grader, starter_grade)
+    for check_id, why in grader.unavailable.items():
+        log(f"{check_id}: {why}")
     if args.show_rubric:
         print(json.dumps(rubric.as_json(), indent=2))
         if not args.submissions:

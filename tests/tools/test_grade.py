@@ -18,6 +18,7 @@ import tempfile
 import textwrap
 import time
 import unittest
+import unittest.mock
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -282,6 +283,53 @@ class NotRunHereTest(unittest.TestCase):
                     self.assertIn("compute-sanitizer was not found", memcheck.output)
                 maxima.add(Grade("s", LESSON.name, "", results).max_score)
             self.assertEqual(len(maxima), 1, f"{gpu_reason!r}: maxima {maxima}")
+
+
+class BuildEnvironmentTest(unittest.TestCase):
+    """A sandboxed compile and link see the compiler's search paths of the grader's environment
+    (the rest is cleared): CMake writes no -L or -I for a folder that LIBRARY_PATH or CPATH
+    names, so the template's link of the CUDA runtime can depend on LIBRARY_PATH, and without
+    it every submission, a correct one too, would be 'does not compile or link'."""
+
+    def setUp(self):
+        if not shutil.which("cc") or not shutil.which("ar"):
+            self.skipTest("no C compiler here")
+        self.tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        library = self.tmp / "lib"
+        library.mkdir()
+        (library / "answer.c").write_text("int grade_env_answer(void) { return 42; }\n")
+        for command in (["cc", "-c", "answer.c", "-o", "answer.o"],
+                        ["ar", "rcs", "libgradeenv.a", "answer.o"]):
+            subprocess.run(command, cwd=library, check=True)
+        self.library = library
+
+    def grader(self) -> grade.Grader:
+        build_dir = self.tmp / "build"
+        build_dir.mkdir(exist_ok=True)
+        unit = grade.Unit(build_dir / "unit.c", ["cc", "-x", "c", "-c", f"{LESSON.slug}.cu",
+                                                 "-o", "unit.o"], str(build_dir), "unit.o",
+                          "unit.o", "")
+        link = "cc @OBJ:unit.o@ -lgradeenv -o @OUT@"  # as CMake writes it: no -L
+        links = {f"{LESSON.name}_test": link, LESSON.name: link}
+        template = grade.Template(REPO, LESSON, build_dir, [unit], links, [], "", "", None)
+        template.visible = grade.visible_paths(REPO, build_dir, [unit], links)
+        level, _ = isolation.detect(self.tmp / "probe")
+        options = grade.Options(60, 60, "needs a GPU (sm_80)", level, "", None, False, None, [])
+        r = rubric.build_rubric(REPO, LESSON, catalog_rubric(REPO), [], None)
+        return grade.Grader(template, r, options, self.tmp / "work")
+
+    def test_the_link_finds_what_library_path_names(self):
+        text = b"int grade_env_answer(void);\nint main(void) { return grade_env_answer() != 42; }\n"
+        submission = grade.Submission("ann", self.tmp / "ann.cu", text)
+        with unittest.mock.patch.dict(os.environ, {"LIBRARY_PATH": str(self.library)}):
+            built = self.grader().grade(submission)
+        self.assertEqual(built.build, PASSED, built.build_output)
+        environ = {k: v for k, v in os.environ.items() if k != "LIBRARY_PATH"}
+        with unittest.mock.patch.dict(os.environ, environ, clear=True):
+            unlinked = self.grader().grade(submission)
+        self.assertEqual(unlinked.build, FAILED)  # what the variable makes the difference for
+        self.assertIn("gradeenv", unlinked.build_output)
 
 
 class IsolationTest(unittest.TestCase):

@@ -53,6 +53,13 @@ COMPILE_MEMORY = 16 << 30  # address space of one compiler run
 CPU_RUN_MEMORY = 16 << 30  # address space of a test run on a machine without a GPU
 STUDENT_FILE = "@STUDENT_FILE@"  # in a compile command: the student's file in the work folder
 RESULT_RE = re.compile(r"^\[\s*(RUN|OK|FAILED|SKIPPED)\s*\] (\S+)")
+# The grader's variables that a sandboxed compile and link see (every other one is cleared): the
+# template's commands were written for them. CMake leaves out of its commands the folders the
+# compiler already searches, and those include the ones these variables name (LIBRARY_PATH=
+# /usr/local/cuda/lib64 drops -L for the CUDA runtime from every link line).
+BUILD_ENVIRONMENT = ("LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+                     "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+SEARCH_PATHS = ("LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH")
 STUDENT_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -331,7 +338,7 @@ def visible_paths(root: Path, build_dir: Path, units: list[Unit], links: dict[st
             path = Path(match.group(1))
             if path.exists():
                 paths.add(path if path.is_dir() else path.parent)
-    for folder in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+    for folder in (f for name in SEARCH_PATHS for f in os.environ.get(name, "").split(":")):
         if folder and Path(folder).is_dir():
             paths.add(Path(folder).resolve())
     return sorted(paths)
@@ -713,15 +720,16 @@ class Grader:
                           clock: Clock) -> tuple[bool, str]:
         outputs = []
         limits = isolation.Limits(cpu_s=int(self.o.build_limit) + 10, address_bytes=COMPILE_MEMORY)
+        build_env = {name: os.environ[name] for name in BUILD_ENVIRONMENT if os.environ.get(name)}
         for unit in self.t.units:
             student_file = sandbox.inside(work / f"{self.t.lesson.slug}.cu")
             argv = [word.replace(STUDENT_FILE, student_file) for word in unit.command]
-            env: dict[str, str] = {}
+            env = dict(build_env)
             writable: list[Path] = []
             if self.o.ccache_dir is not None:
                 # The compiler runs no student code; the cache is keyed by what it compiles.
                 argv = [self.o.ccache, *argv]
-                env = {"CCACHE_DIR": str(self.o.ccache_dir), "CCACHE_NOHASHDIR": "1"}
+                env.update({"CCACHE_DIR": str(self.o.ccache_dir), "CCACHE_NOHASHDIR": "1"})
                 writable = [self.o.ccache_dir]
             outcome = sandbox.run(argv, timeout=clock.left or 1, env=env, limits=limits,
                                   also_writable=writable)
@@ -738,7 +746,7 @@ class Grader:
                 command = command.replace(f"@OBJ:{unit.object_name}@",
                                           shlex.quote(sandbox.inside(work / unit.object_name)))
             outcome = sandbox.run(["/bin/sh", "-c", command], timeout=clock.left or 1,
-                                  cwd=self.t.build_dir, limits=limits)
+                                  cwd=self.t.build_dir, env=build_env, limits=limits)
             clock.spend(outcome.seconds)
             if outcome.timed_out or outcome.status != 0:
                 return False, f"linking {target} failed:\n{outcome.output[-4000:]}"

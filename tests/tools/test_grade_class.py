@@ -66,8 +66,9 @@ def cache_value(build_dir: Path, name: str) -> str:
     return ""
 
 
-# What a sandboxed compile does not see of the grader's environment (env -i): printed when a
-# compile's outcome is not the expected one, in case the template's build needed one.
+# The grader's compiler variables (a sandboxed compile sees those of grade.BUILD_ENVIRONMENT and
+# no other): printed when a build's outcome is not the expected one, in case the template's
+# build needed one.
 COMPILER_ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH",
                         "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CUDA_HOME",
                         "CUDA_PATH", "CC", "CXX", "CUDAHOSTCXX")
@@ -87,7 +88,7 @@ def check_builds(grades: dict, expect) -> None:
                   f"its build output:\n{g['build_output'][-4000:] or '(none)'}\n---", flush=True)
     if wrong:
         seen = {k: os.environ[k] for k in COMPILER_ENVIRONMENT if k in os.environ}
-        print(f"the grader's environment that its sandboxed compiles do not see: {seen or 'none'}")
+        print(f"the grader's compiler variables: {seen or 'none'}", flush=True)
 
 
 def main() -> int:

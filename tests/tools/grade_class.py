@@ -23,8 +23,10 @@ tells the starter, the solution and each wrong answer apart. The submissions:
                   tier cannot see it; memcheck can
 
 EXPECTED_CPU[student] is the set of checks that pass on a machine without a GPU (every GPU check
-is "not run" there); EXPECTED_GPU[student] says, for a GPU run, which GPU checks must pass or
-fail (those this file can be sure of; the rest are reported for the record).
+is "not run" there), where the template has cuobjdump (without it the SASS check is "not run"
+for every student); EXPECTED_BUILD says which do not build; EXPECTED_GPU[student] says, for a
+GPU run, which GPU checks must pass or fail (those this file can be sure of; the rest are
+reported for the record).
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ EXPECTED_CPU: dict[str, set[str]] = {
     "niaj": set(),
     "olivia": set(ALL_CPU),
 }
+# How each submission builds ("passed" where not named): grace's file does not compile, and
+# niaj has no file to build.
+EXPECTED_BUILD: dict[str, str] = {"grace": "failed", "niaj": ""}
 # On a GPU: checks that must pass (+) and that must fail (-); others are only reported.
 EXPECTED_GPU: dict[str, tuple[set[str], set[str]]] = {
     "alice": (set(GPU), set()),

@@ -18,6 +18,7 @@ import tempfile
 import textwrap
 import time
 import unittest
+import unittest.mock
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,6 +232,104 @@ class RunTestsTest(unittest.TestCase):
         self.assertEqual(outcome.status, 0)
         self.assertTrue(outcome.truncated)
         self.assertLess(len(outcome.output), isolation.KEEP_HEAD + isolation.KEEP_TAIL + 100)
+
+
+class NotRunHereTest(unittest.TestCase):
+    """A check the template cannot run where the class is graded (every test of it skipped in
+    the untouched starter's own run; the sanitizers on a GPU machine without compute-sanitizer)
+    is "not run" for every student: also for one whose file is missing, does not compile or
+    hangs, who would otherwise fail a check the others do not have (a higher maximum)."""
+
+    SASS = "WarpEntanglementSass.LdgstsGroupsAndArriveOnInMachineCode"
+    SKIP_REASON = "cuobjdump not found: SASS checks need it"
+
+    def grader(self, gpu_reason: str) -> grade.Grader:
+        r = rubric.build_rubric(REPO, LESSON, catalog_rubric(REPO), [], None)
+        tests = [c.id for c in r.checks if c.tier == "cpu"] + [
+            f"{c.id}.EveryElement" for c in r.checks
+            if c.tier == "gpu" and c.id not in dict(rubric.SANITIZERS)]
+        template = grade.Template(REPO, LESSON, Path("/nonexistent"), [], {}, tests,
+                                  sanitizer="", cuobjdump="", probe=None)
+        options = grade.Options(60, 60, gpu_reason, "process", "", None, False, None, [])
+        work = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, work, True)
+        return grade.Grader(template, r, options, work)
+
+    def outcomes(self, grader: grade.Grader, status: str) -> dict[str, grade.TestOutcome]:
+        found = {t: grade.TestOutcome(status, "") for t in grader.t.tests}
+        found[self.SASS] = grade.TestOutcome(NOT_RUN, self.SKIP_REASON)
+        return found
+
+    def test_a_check_the_template_cannot_run_counts_for_no_student(self):
+        for gpu_reason in ("needs a GPU (sm_80)", ""):
+            g = self.grader(gpu_reason)
+            starter = g._score(self.outcomes(g, PASSED), {})  # as the template's own run
+            g.unavailable = grade.not_run_here(g, starter)
+            expected = {self.SASS} | ({"racecheck", "synccheck", "memcheck"} if not gpu_reason
+                                      else set())
+            self.assertEqual(set(g.unavailable), expected, gpu_reason)
+            solved = g._score(self.outcomes(g, PASSED), {})
+            hung = {t: grade.TestOutcome(FAILED, "timed out") for t in g.t.tests}
+            missing = g.grade(grade.Submission("niaj", None, problem="no file")).results
+            broken = [CheckResult(c, *g._nothing(c, "failed: does not compile"))
+                      for c in g.rubric.checks]
+            maxima = set()
+            for results in (solved, g._score(hung, {}), missing, broken):
+                sass = next(r for r in results if r.check.id == self.SASS)
+                self.assertEqual((sass.status, sass.score), (NOT_RUN, None))
+                self.assertIn(self.SKIP_REASON, sass.output)
+                if not gpu_reason:
+                    memcheck = next(r for r in results if r.check.id == "memcheck")
+                    self.assertIn("compute-sanitizer was not found", memcheck.output)
+                maxima.add(Grade("s", LESSON.name, "", results).max_score)
+            self.assertEqual(len(maxima), 1, f"{gpu_reason!r}: maxima {maxima}")
+
+
+class BuildEnvironmentTest(unittest.TestCase):
+    """A sandboxed compile and link see the compiler's search paths of the grader's environment
+    (the rest is cleared): CMake writes no -L or -I for a folder that LIBRARY_PATH or CPATH
+    names, so the template's link of the CUDA runtime can depend on LIBRARY_PATH, and without
+    it every submission, a correct one too, would be 'does not compile or link'."""
+
+    def setUp(self):
+        if not shutil.which("cc") or not shutil.which("ar"):
+            self.skipTest("no C compiler here")
+        self.tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        library = self.tmp / "lib"
+        library.mkdir()
+        (library / "answer.c").write_text("int grade_env_answer(void) { return 42; }\n")
+        for command in (["cc", "-c", "answer.c", "-o", "answer.o"],
+                        ["ar", "rcs", "libgradeenv.a", "answer.o"]):
+            subprocess.run(command, cwd=library, check=True)
+        self.library = library
+
+    def grader(self) -> grade.Grader:
+        build_dir = self.tmp / "build"
+        build_dir.mkdir(exist_ok=True)
+        unit = grade.Unit(build_dir / "unit.c", ["cc", "-x", "c", "-c", f"{LESSON.slug}.cu",
+                                                 "-o", "unit.o"], str(build_dir), "unit.o",
+                          "unit.o", "")
+        link = "cc @OBJ:unit.o@ -lgradeenv -o @OUT@"  # as CMake writes it: no -L
+        links = {f"{LESSON.name}_test": link, LESSON.name: link}
+        template = grade.Template(REPO, LESSON, build_dir, [unit], links, [], "", "", None)
+        template.visible = grade.visible_paths(REPO, build_dir, [unit], links)
+        level, _ = isolation.detect(self.tmp / "probe")
+        options = grade.Options(60, 60, "needs a GPU (sm_80)", level, "", None, False, None, [])
+        r = rubric.build_rubric(REPO, LESSON, catalog_rubric(REPO), [], None)
+        return grade.Grader(template, r, options, self.tmp / "work")
+
+    def test_the_link_finds_what_library_path_names(self):
+        text = b"int grade_env_answer(void);\nint main(void) { return grade_env_answer() != 42; }\n"
+        submission = grade.Submission("ann", self.tmp / "ann.cu", text)
+        with unittest.mock.patch.dict(os.environ, {"LIBRARY_PATH": str(self.library)}):
+            built = self.grader().grade(submission)
+        self.assertEqual(built.build, PASSED, built.build_output)
+        environ = {k: v for k, v in os.environ.items() if k != "LIBRARY_PATH"}
+        with unittest.mock.patch.dict(os.environ, environ, clear=True):
+            unlinked = self.grader().grade(submission)
+        self.assertEqual(unlinked.build, FAILED)  # what the variable makes the difference for
+        self.assertIn("gradeenv", unlinked.build_output)
 
 
 class IsolationTest(unittest.TestCase):

@@ -4,9 +4,12 @@ a build tree where lesson 08 is built as the template:
 
     tests/tools/test_grade_class.py --build-dir BUILD [--work DIR] [--limit S] [--jobs N]
 
-Checks: every submission's checks pass or fail as its edit must (EXPECTED_CPU; on a GPU also
-EXPECTED_GPU), each score is the sum of the points of the checks that passed, the GPU checks of
-a machine without a GPU are "not run" with no score, the submission that does not compile says
+Checks: every submission builds or not as it must (EXPECTED_BUILD; one that does not prints
+the grade's build output, the compiler's and linker's text), its checks pass or fail as its
+edit must (EXPECTED_CPU; on a GPU also EXPECTED_GPU; the SASS check "not run" for everyone
+where the template has no cuobjdump), each score is the sum of the points of the checks that
+passed, every graded student has the same maximum, the GPU checks of a machine without a GPU
+are "not run" with no score, the submission that does not compile says
 so with the compiler's error, the one that hangs costs at most its limit, the one that crashes
 says which signal, the one that tampers reaches nothing of the others' or of the grader's (where
 the isolation claims it: namespaces or user ids), a submission graded alone gets what it got in
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -35,6 +39,7 @@ import platform_formats  # noqa: E402
 from course_cli.grade_formats import FORMATS  # noqa: E402
 
 GPU_CHECKS = set(grade_class.GPU)
+SASS_CHECKS = set(grade_class.SASS)
 
 
 def grade(build_dir: Path, submissions: Path, out: Path, limit: float, jobs: int, *extra: str):
@@ -50,6 +55,40 @@ def grade(build_dir: Path, submissions: Path, out: Path, limit: float, jobs: int
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+
+
+def cache_value(build_dir: Path, name: str) -> str:
+    """A CMakeCache.txt entry of the template ("" when missing or NOTFOUND)."""
+    for line in (build_dir / "CMakeCache.txt").read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key.split(":", 1)[0] == name:
+            return "" if value.endswith("NOTFOUND") else value
+    return ""
+
+
+# The grader's compiler variables (a sandboxed compile sees those of grade.BUILD_ENVIRONMENT and
+# no other): printed when a build's outcome is not the expected one, in case the template's
+# build needed one.
+COMPILER_ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH",
+                        "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CUDA_HOME",
+                        "CUDA_PATH", "CC", "CXX", "CUDAHOSTCXX")
+
+
+def check_builds(grades: dict, expect) -> None:
+    """Each submission compiles and links as its edit must (grace does not, niaj has no file);
+    where one does not, the grade's build output (the compiler's and linker's text) is printed,
+    so that a run on another machine shows why."""
+    wrong = []
+    for student, g in sorted(grades.items()):
+        must = grade_class.EXPECTED_BUILD.get(student, "passed")
+        expect(g["build"] == must, f"{student}: build {g['build'] or 'not tried'!r}, expected {must!r}")
+        if g["build"] != must:
+            wrong.append(student)
+            print(f"\n--- {student}: build {g['build'] or 'not tried'} (expected {must}); "
+                  f"its build output:\n{g['build_output'][-4000:] or '(none)'}\n---", flush=True)
+    if wrong:
+        seen = {k: os.environ[k] for k in COMPILER_ENVIRONMENT if k in os.environ}
+        print(f"the grader's compiler variables: {seen or 'none'}", flush=True)
 
 
 def main() -> int:
@@ -87,13 +126,18 @@ def main() -> int:
     isolation_text = next(iter(grades.values()))["isolation"]
     level = isolation_text.split(":")[0]
     gpu_ran = not next(iter(grades.values()))["gpu"]
-    print(f"isolation: {level}; GPU checks {'ran' if gpu_ran else 'not run'}; {seconds:.0f} s")
+    # Without cuobjdump the SASS check skips in the template: "not run" for every student.
+    sass_runs = bool(cache_value(build_dir, "COURSE_CUOBJDUMP"))
+    print(f"isolation: {level}; GPU checks {'ran' if gpu_ran else 'not run'}; template "
+          f"CMAKE_CUDA_ARCHITECTURES={cache_value(build_dir, 'CMAKE_CUDA_ARCHITECTURES')}, "
+          f"SASS check {'runs' if sass_runs else 'not run (no cuobjdump)'}; {seconds:.0f} s")
 
     def expect(condition: bool, message: str) -> None:
         if not condition:
             problems.append(message)
 
     expect(sorted(grades) == sorted(grade_class.EXPECTED_CPU), f"students: {sorted(grades)}")
+    check_builds(grades, expect)
     max_scores = set()
     print(f"\n{'student':<9} {'score':>6} {'max':>5}  passed/failed/not run  (build, run seconds)")
     for student, g in sorted(grades.items()):
@@ -104,9 +148,15 @@ def main() -> int:
         print(f"{student:<9} {g['score']:>6g} {g['max_score']:>5g}  {len(passed)}/{len(failed)}/"
               f"{len(not_run)}  ({g['build_seconds']:.0f} s, {g['run_seconds']:.0f} s)")
         cpu_passed = passed - GPU_CHECKS
-        expected = grade_class.EXPECTED_CPU[student]
-        expect(cpu_passed == expected, f"{student}: CPU checks passed {sorted(cpu_passed ^ expected)} "
-                                       "differ from what its edit must give")
+        expected = grade_class.EXPECTED_CPU[student] - (set() if sass_runs else SASS_CHECKS)
+        expect(cpu_passed <= expected, f"{student}: CPU checks {sorted(cpu_passed - expected)} "
+                                       "passed, and its edit must fail them")
+        expect(expected <= cpu_passed, f"{student}: CPU checks {sorted(expected - cpu_passed)} "
+                                       "did not pass, and its edit must pass them")
+        if not sass_runs:
+            expect(all(checks[c]["status"] == "not run" and checks[c]["max_score"] is None
+                       for c in SASS_CHECKS),
+                   f"{student}: {sorted(SASS_CHECKS)} must be 'not run' without cuobjdump")
         expect(abs(g["score"] - sum(points[i] for i in passed)) < 1e-9,
                f"{student}: score {g['score']} is not the sum of its passed checks' points")
         if gpu_ran:

@@ -53,6 +53,13 @@ COMPILE_MEMORY = 16 << 30  # address space of one compiler run
 CPU_RUN_MEMORY = 16 << 30  # address space of a test run on a machine without a GPU
 STUDENT_FILE = "@STUDENT_FILE@"  # in a compile command: the student's file in the work folder
 RESULT_RE = re.compile(r"^\[\s*(RUN|OK|FAILED|SKIPPED)\s*\] (\S+)")
+# The grader's variables that a sandboxed compile and link see (every other one is cleared): the
+# template's commands were written for them. CMake leaves out of its commands the folders the
+# compiler already searches, and those include the ones these variables name (LIBRARY_PATH=
+# /usr/local/cuda/lib64 drops -L for the CUDA runtime from every link line).
+BUILD_ENVIRONMENT = ("LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+                     "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+SEARCH_PATHS = ("LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH")
 STUDENT_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -331,7 +338,7 @@ def visible_paths(root: Path, build_dir: Path, units: list[Unit], links: dict[st
             path = Path(match.group(1))
             if path.exists():
                 paths.add(path if path.is_dir() else path.parent)
-    for folder in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+    for folder in (f for name in SEARCH_PATHS for f in os.environ.get(name, "").split(":")):
         if folder and Path(folder).is_dir():
             paths.add(Path(folder).resolve())
     return sorted(paths)
@@ -638,6 +645,8 @@ class Grader:
         self.o = options
         self.work_root = work_root
         self.counter = 0
+        # Checks the template cannot run where the class is graded, and why (not_run_here()).
+        self.unavailable: dict[str, str] = {}
         self.lock = threading.Lock()
 
     def sandbox(self, work: Path, with_ccache: bool) -> isolation.Sandbox:
@@ -695,7 +704,9 @@ class Grader:
 
     def _nothing(self, check: rubric_module.Check, reason: str) -> tuple[str, float | None, str]:
         """A check that could not run because of the submission (it fails), or because of
-        this machine (not run, no score)."""
+        this machine or the template's build (not run, no score)."""
+        if check.id in self.unavailable:
+            return NOT_RUN, None, self.unavailable[check.id]
         if check.tier == "gpu" and self.o.gpu_reason:
             return NOT_RUN, None, f"not run: {self.o.gpu_reason}"
         return FAILED, 0.0, reason
@@ -709,15 +720,16 @@ class Grader:
                           clock: Clock) -> tuple[bool, str]:
         outputs = []
         limits = isolation.Limits(cpu_s=int(self.o.build_limit) + 10, address_bytes=COMPILE_MEMORY)
+        build_env = {name: os.environ[name] for name in BUILD_ENVIRONMENT if os.environ.get(name)}
         for unit in self.t.units:
             student_file = sandbox.inside(work / f"{self.t.lesson.slug}.cu")
             argv = [word.replace(STUDENT_FILE, student_file) for word in unit.command]
-            env: dict[str, str] = {}
+            env = dict(build_env)
             writable: list[Path] = []
             if self.o.ccache_dir is not None:
                 # The compiler runs no student code; the cache is keyed by what it compiles.
                 argv = [self.o.ccache, *argv]
-                env = {"CCACHE_DIR": str(self.o.ccache_dir), "CCACHE_NOHASHDIR": "1"}
+                env.update({"CCACHE_DIR": str(self.o.ccache_dir), "CCACHE_NOHASHDIR": "1"})
                 writable = [self.o.ccache_dir]
             outcome = sandbox.run(argv, timeout=clock.left or 1, env=env, limits=limits,
                                   also_writable=writable)
@@ -734,7 +746,7 @@ class Grader:
                 command = command.replace(f"@OBJ:{unit.object_name}@",
                                           shlex.quote(sandbox.inside(work / unit.object_name)))
             outcome = sandbox.run(["/bin/sh", "-c", command], timeout=clock.left or 1,
-                                  cwd=self.t.build_dir, limits=limits)
+                                  cwd=self.t.build_dir, env=build_env, limits=limits)
             clock.spend(outcome.seconds)
             if outcome.timed_out or outcome.status != 0:
                 return False, f"linking {target} failed:\n{outcome.output[-4000:]}"
@@ -817,8 +829,8 @@ class Grader:
                 by_check.setdefault(check_of_test(test), []).append(outcomes[test])
         results = []
         for check in self.rubric.checks:
-            if check.tier == "gpu" and self.o.gpu_reason:
-                results.append(CheckResult(check, NOT_RUN, None, f"not run: {self.o.gpu_reason}"))
+            if check.id in self.unavailable or (check.tier == "gpu" and self.o.gpu_reason):
+                results.append(CheckResult(check, *self._nothing(check, "")))
                 continue
             if check.id in sanitizers:
                 outcome = sanitizers[check.id]
@@ -849,11 +861,12 @@ def _student_lines(output: str, limit: int = 60) -> str:
 # ------------------------------------------------------------------------- calibration
 
 
-def starter_passes(grader: Grader, root: Path) -> set[str]:
-    """The checks the untouched starter passes. When lessons/NN_slug/ holds the fresh starter
-    (or this repository has no solutions to make one from), the template's own build is that
-    starter and its test program is run as it is; otherwise the fresh starter is graded like a
-    submission."""
+def starter_results(grader: Grader, root: Path) -> list[CheckResult]:
+    """The untouched starter's results: the checks it passes earn nothing, and those it could
+    not run cannot run here for anyone (not_run_here). When lessons/NN_slug/ holds the fresh
+    starter (or this repository has no solutions to make one from), the template's own build is
+    that starter and its test program is run as it is; otherwise the fresh starter is graded
+    like a submission."""
     lesson = grader.t.lesson
     solution = lesson.solution_dir(root) / f"{lesson.slug}.cu"
     fresh = starter.expected_starter(root, solution) if solution.is_file() else None
@@ -876,7 +889,27 @@ def starter_passes(grader: Grader, root: Path) -> set[str]:
             raise CourseError(f"the untouched starter of lesson {lesson.number} does not build in "
                               f"the grader:\n{grade.build_output[-3000:]}", exit_code=1)
         results = grade.results
-    return {r.check.id for r in results if r.status == PASSED}
+    return results
+
+
+def not_run_here(grader: Grader, starter: list[CheckResult]) -> dict[str, str]:
+    """The checks the template cannot run where the class is graded, each with why: those every
+    test of which the untouched starter's own run skipped (a test skips for the machine or the
+    build, never for the student's code: a SASS check without cuobjdump, an sm_80 check of an
+    sm_90-only build), and on a GPU machine the sanitizer checks without compute-sanitizer or
+    without GPU tests. Each is "not run" for every student, so that one whose file does not
+    compile, is missing or hangs does not fail a check the others do not have: the maximum
+    is the same for the whole class."""
+    sanitizers = dict(rubric_module.SANITIZERS)
+    found = {r.check.id: f"{r.output or 'not run'}; it runs for no student here" for r in starter
+             if r.status == NOT_RUN and r.check.id not in sanitizers
+             and not (r.check.tier == "gpu" and grader.o.gpu_reason)}
+    if not grader.o.gpu_reason:
+        has_gpu_tests = any(rubric_module.is_gpu_suite(t.split(".")[0]) for t in grader.t.tests)
+        why = ("compute-sanitizer was not found by the template build" if not grader.t.sanitizer
+               else "" if has_gpu_tests else "this lesson has no GPU tests")
+        found.update({tool: f"not run: {why}" for tool in sanitizers if why})
+    return found
 
 
 # --------------------------------------------------------------------------------- command
@@ -1010,8 +1043,13 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
     options, level = _options(root, lesson, args, template, out, submissions_path)
     grader = Grader(template, build_rubric(root, lesson, args.rubric, None), options,
                     prepare_out(out, level))
-    rubric = build_rubric(root, lesson, args.rubric, starter_passes(grader, root))
+    starter_grade = starter_results(grader, root)
+    rubric = build_rubric(root, lesson, args.rubric,
+                          {r.check.id for r in starter_grade if r.status == PASSED})
     grader.rubric = rubric
+    grader.unavailable = not_run_here(grader, starter_grade)
+    for check_id, why in grader.unavailable.items():
+        log(f"{check_id}: {why}")
     if args.show_rubric:
         print(json.dumps(rubric.as_json(), indent=2))
         if not args.submissions:

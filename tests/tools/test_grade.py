@@ -486,6 +486,18 @@ class FormatsTest(unittest.TestCase):
         self.assertEqual(pl["format_errors"], ["no warp_entanglement.cu in the submission"])
         self.assertIn("Not graded", grade_formats.gradescope(grades[2])["output"])
 
+    def test_a_class_where_nothing_builds_warns_the_instructor(self):
+        def built(student, outcome):
+            return grade_formats.Grade(student, "08_warp_entanglement", "x.cu", build=outcome,
+                                       build_output=f"ld: cannot find -lcudart ({student})")
+        none_built = [built("ann", grade.FAILED), built("ben", grade.FAILED),
+                      grade_formats.Grade("cy", "08_warp_entanglement", "")]
+        warning = grade.class_build_warning(none_built)
+        self.assertIn("none of the 2 submissions", warning)
+        self.assertIn("cannot find -lcudart (ann)", warning)
+        self.assertEqual(grade.class_build_warning(none_built[:1]), "")
+        self.assertEqual(grade.class_build_warning(none_built + [built("dee", grade.PASSED)]), "")
+
     def test_classroom50_takes_its_identity_from_the_runner(self):
         grades, _ = sample_grades()
         env = {"CLASSROOM": "gpu-101", "ASSIGNMENT": "lesson-08", "SUBMISSION_TAG": "submit/x",

@@ -1035,6 +1035,18 @@ def grade_class(grader: Grader, submissions: list[Submission], jobs: int) -> lis
     return [grades[s.student] for s in submissions]
 
 
+def class_build_warning(grades: list[Grade]) -> str:
+    """A warning for the instructor when no submission of two or more that were built compiled
+    and linked: then the template or this machine is the likely cause, not every student's
+    file, and the first one's build output shows what went wrong ("" otherwise)."""
+    built = [g for g in grades if g.build]
+    if len(built) < 2 or any(g.build == PASSED for g in built):
+        return ""
+    return (f"warning: none of the {len(built)} submissions that were built compiled and linked; "
+            f"the template build or this machine is the likely cause. {built[0].student}'s "
+            f"build output:\n{built[0].build_output[-3000:]}")
+
+
 def cmd_grade(root: Path, args: argparse.Namespace) -> int:
     lesson = find_ready_lesson(load_catalog(root), args.lesson)
     formats = parse_formats(args.format)
@@ -1062,6 +1074,9 @@ def cmd_grade(root: Path, args: argparse.Namespace) -> int:
         f"{args.build_limit:.0f} s, runs {args.limit:.0f} s per submission")
     started = time.monotonic()
     grades = grade_class(grader, submissions, jobs)
+    warning = class_build_warning(grades)
+    if warning:
+        log(warning)
     written = grade_formats.write(out, grades, rubric, formats, args.visibility)
     shutil.rmtree(out / "work" / ".probe", ignore_errors=True)
     log(f"graded {len(grades)} submission(s) in {time.monotonic() - started:.0f} s; wrote "

@@ -18,6 +18,7 @@
 
 #include "course/buffers.h"
 #include "course/data.h"
+#include "course/flags.h"
 #include "course/harness.h"
 #include "course/launch.h"
 
@@ -27,6 +28,11 @@ namespace course::workload {
 /// any L2), or with --quick 1000003 (a prime: never a whole batch, so a partial one always runs).
 inline constexpr std::uint64_t kDefaultElements = 256ull << 20;
 inline constexpr std::uint64_t kQuickElements = 1000003;
+
+/// The problem's size for a run: --size, else kDefaultElements, or kQuickElements with --quick.
+inline std::uint64_t elements_for(const CommonOptions& options) {
+  return options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+}
 
 /// "256M = 1 GiB": kDefaultElements as --size's help writes it.
 std::string default_elements_text();

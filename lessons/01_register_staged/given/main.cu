@@ -14,8 +14,6 @@
 
 namespace {
 
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using course::workload::Problem;
 using register_staged::Granularity;
 
@@ -71,7 +69,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 /// --size, or the default of a full or a --quick run: the one place that reads --quick.
 Plan make_plan(const Settings& s) {
   const course::CommonOptions& options = s.options;
-  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+  return {course::workload::elements_for(options),
           s.blocks_per_sm};
 }
 

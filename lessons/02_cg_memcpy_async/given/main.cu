@@ -21,8 +21,6 @@ namespace {
 
 using cg_memcpy_async::Buffering;
 using cg_memcpy_async::Granularity;
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using course::workload::Problem;
 
 constexpr int kThreads = 256;
@@ -88,7 +86,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 /// --size, or the default of a full or a --quick run: the one place that reads --quick.
 Plan make_plan(const Settings& s) {
   const course::CommonOptions& options = s.options;
-  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+  return {course::workload::elements_for(options),
           s.blocks_per_sm};
 }
 

@@ -21,8 +21,6 @@
 
 namespace {
 
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using cuda_barrier::Kernel;
 
 constexpr int kThreads = 256;
@@ -125,7 +123,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 Plan make_plan(const Settings& s) {
   const course::CommonOptions& options = s.options;
   Plan plan;
-  plan.elements = options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  plan.elements = course::workload::elements_for(options);
   plan.stages = s.stages_text.empty() ? kDefaultStages : std::stoi(s.stages_text);
   plan.blocks_per_sm = s.blocks_per_sm;
   plan.variant = options.variant;

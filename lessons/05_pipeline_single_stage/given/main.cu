@@ -19,8 +19,6 @@
 
 namespace {
 
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using course::workload::Problem;
 using pipeline_single_stage::Scope;
 
@@ -100,7 +98,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 /// --size, or the default of a full or a --quick run: the one place that reads --quick.
 Plan make_plan(const Settings& s) {
   const course::CommonOptions& options = s.options;
-  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+  return {course::workload::elements_for(options),
           s.blocks_per_sm};
 }
 

@@ -25,8 +25,6 @@
 
 namespace {
 
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using pipeline_multi_stage::Config;
 using pipeline_multi_stage::Interface;
 using pipeline_multi_stage::kMaxStages;
@@ -118,7 +116,7 @@ Plan make_plan(const Settings& s) {
   const course::CommonOptions& options = s.options;
   // The sweeps, at one block per SM, only when every variant ran (their speed-ups are
   // relative to the baseline of the main table).
-  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+  return {course::workload::elements_for(options),
           s.stages, options.variant, !s.no_sweeps && options.variant.empty()};
 }
 

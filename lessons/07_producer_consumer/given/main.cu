@@ -27,8 +27,6 @@
 namespace {
 
 namespace parts = producer_consumer::parts;
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using course::workload::Problem;
 using producer_consumer::Partition;
 using producer_consumer::parts::batch_kilobytes;
@@ -120,7 +118,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 Plan make_plan(const Settings& s) {
   const course::CommonOptions& options = s.options;
   Plan plan;
-  plan.elements = options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements);
+  plan.elements = course::workload::elements_for(options);
   plan.stages = s.stages;
   plan.partition =
       s.partition_text == "producer-count" ? Partition::producer_count : Partition::role;

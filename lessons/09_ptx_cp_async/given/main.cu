@@ -25,8 +25,6 @@
 namespace {
 
 namespace parts = ptx_cp_async::parts;
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using course::workload::Problem;
 using ptx_cp_async::Form;
 
@@ -106,7 +104,7 @@ Plan make_plan(const Settings& s, int l2_bytes) {
   const course::CommonOptions& options = s.options;
   const bool quick = options.quick;
   Plan plan;
-  plan.elements = options.size ? options.size : (quick ? kQuickElements : kDefaultElements);
+  plan.elements = course::workload::elements_for(options);
   plan.stages = s.stages;
   plan.variant = options.variant;
   plan.every_stage_count = quick && options.variant.empty();

@@ -35,8 +35,6 @@
 namespace {
 
 namespace parts = tma_bulk_copy::parts;
-using course::workload::kDefaultElements;
-using course::workload::kQuickElements;
 using parts::batch_bytes;
 using parts::kilobytes;
 using parts::kThreads;
@@ -122,7 +120,7 @@ int run(const Settings& s, const course::DeviceSummary& gpu) {
 Plan make_plan(const Settings& s) {
   const course::CommonOptions& options = s.options;
   // The sweeps, at one block per SM, only when every variant ran.
-  return {options.size ? options.size : (options.quick ? kQuickElements : kDefaultElements),
+  return {course::workload::elements_for(options),
           s.stages, options.variant, !s.no_sweeps && options.variant.empty()};
 }
 

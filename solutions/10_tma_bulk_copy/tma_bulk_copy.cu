@@ -1,15 +1,10 @@
 // Your exercise: the TODOs in this file. Read-only: everything in given/, and the tests.
-//
-// Lesson 10: bulk copies (TMA) and mbarriers that count bytes, sm_90 only. One thread hands a
-// whole batch to the tensor memory accelerator; the other threads cannot watch that copy, so
-// they learn of its end from an mbarrier whose phase ends only once both its arrivals and the
-// bytes it was told to expect have been paid. Every completion of a barrier ends one phase and
-// a wait names its phase by a single bit: a waiter must know which use of *that* barrier it
-// is waiting for. Shared memory written by the threads and read by the TMA (or the reverse)
-// crosses between two proxies, which are ordered only where the code orders them. Kernels:
-// single_ptx_kernel (cuda::ptx; the outputs leave through the TMA too), single_barrier_kernel
-// (the libcu++ barrier), pipeline_kernel<Stages> (a ring of buffers, a full and an empty
-// mbarrier each, one producer warp). Every wait is bounded; bodies build for sm_90 only (#if).
+// Lesson 10 (sm_90 only): one thread hands a batch to the TMA; the others learn of its end from
+// an mbarrier whose phase ends once its arrivals and expected bytes are paid. A wait names its
+// phase by one bit: a waiter must know which use of that barrier it waits for. Shared memory
+// passed between the threads and the TMA crosses two proxies, ordered only where the code orders
+// them. Kernels: single_ptx_kernel (cuda::ptx; outputs leave by TMA too), single_barrier_kernel
+// (the libcu++ barrier), pipeline_kernel<Stages> (full and empty mbarriers); waits are bounded.
 #include "tma_bulk_copy.cuh"
 
 #include <cooperative_groups.h>
